@@ -1,0 +1,81 @@
+# mod_bank: build, run and test. `make run` and `make test` are the two commands.
+APXS      ?= apxs
+HTTPD     ?= /usr/sbin/apache2
+CC        ?= cc
+DB        ?= sqlite3
+BUILD     := build
+WARN      := -Wall -Wextra -Werror -Wno-missing-field-initializers
+APR_INC   := $(shell apr-1-config --includes 2>/dev/null) $(shell apr-1-config --cppflags 2>/dev/null)
+LIBS      := -ljson-c -lcrypto -lcrypt
+
+# Pure code: no httpd dependency; linked by the module, bankctl and the C unit tests.
+CORE_SRC  := mod_bank/util.c mod_bank/token.c mod_bank/password.c mod_bank/nuban.c \
+             mod_bank/validate.c mod_bank/json.c mod_bank/sql.c
+# httpd glue.
+MOD_SRC   := mod_bank/mod_bank.c mod_bank/config.c mod_bank/http.c mod_bank/db.c \
+             mod_bank/auth.c mod_bank/banks.c mod_bank/sign_in.c mod_bank/bvn.c \
+             mod_bank/webhook.c
+HEADERS   := $(wildcard include/*.h)
+UNIT_SRC  := $(wildcard t/unit/test_*.c)
+UNIT_BIN  := $(patsubst t/unit/%.c,$(BUILD)/unit/%,$(UNIT_SRC))
+
+.PHONY: all deps build run start stop test unit itest format lint clean bench
+all: build
+
+deps:
+	@./scripts/deps
+
+build: $(BUILD)/mod_bank.so $(BUILD)/bankctl
+
+$(BUILD)/mod_bank.so: $(MOD_SRC) $(CORE_SRC) $(HEADERS)
+	@mkdir -p $(BUILD)
+	@echo "APXS mod_bank.so"; $(APXS) -c -o $(BUILD)/mod_bank.la -Iinclude -Wc,"$(WARN)" $(MOD_SRC) \
+	    $(CORE_SRC) $(LIBS) >$(BUILD)/apxs.log 2>&1 || { grep -v '^libtool\|^/usr/share' \
+	    $(BUILD)/apxs.log; exit 1; }
+	@cp $(BUILD)/.libs/mod_bank.so $@.tmp && mv -f $@.tmp $@ && echo "built $@"
+
+$(BUILD)/bankctl: mod_bank/bankctl.c $(CORE_SRC) $(HEADERS)
+	@mkdir -p $(BUILD)
+	@echo "CC bankctl"; $(CC) -O2 -g $(WARN) -Iinclude $(APR_INC) -o $@ mod_bank/bankctl.c $(CORE_SRC) \
+	    -lapr-1 -laprutil-1 $(LIBS)
+
+$(BUILD)/unit/%: t/unit/%.c t/unit/unit.h $(CORE_SRC) $(HEADERS)
+	@mkdir -p $(BUILD)/unit
+	$(CC) -O1 -g $(WARN) -fsanitize=address,undefined -fno-omit-frame-pointer -Iinclude -It/unit \
+	    $(APR_INC) -o $@ $< $(CORE_SRC) -lapr-1 -laprutil-1 $(LIBS)
+
+# C unit tests of the pure code, under AddressSanitizer and UBSan.
+unit: $(UNIT_BIN)
+	@./scripts/run-unit $(UNIT_BIN)
+
+# The Apache::Test suite against a real httpd with the built module.
+itest: build
+	@DB=$(DB) ./scripts/run-tests
+
+test: deps build unit itest
+
+run: deps build
+	@./scripts/devserver run
+
+start: deps build
+	@./scripts/devserver start
+
+stop:
+	@./scripts/devserver stop
+
+bench: deps build
+	@./scripts/bench
+
+format:
+	clang-format -i mod_bank/*.c include/*.h t/unit/*.c t/unit/*.h
+
+lint:
+	cppcheck --quiet --error-exitcode=1 --enable=warning,performance,portability \
+	    --inline-suppr --suppress=missingIncludeSystem -Iinclude $(APR_INC) \
+	    -I$(shell $(APXS) -q INCLUDEDIR) mod_bank/
+	clang-format --dry-run --Werror mod_bank/*.c include/*.h t/unit/*.c t/unit/*.h
+
+clean:
+	rm -rf $(BUILD) mod_bank/.libs mod_bank/*.lo mod_bank/*.slo mod_bank/*.o mod_bank.la \
+	    mod_bank/*.la .libs t/logs t/htdocs t/conf/extra.conf t/conf/httpd.conf \
+	    t/conf/apache_test_config.pm t/TEST

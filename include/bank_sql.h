@@ -1,0 +1,70 @@
+/* Every SQL statement of mod_bank, and the query helpers over apr_dbd that the module and
+ * bankctl share. No httpd dependency: bankctl opens its own apr_dbd connection and prepares
+ * the same statements the module prepares through mod_dbd.
+ *
+ * SQL text is written once for both drivers: parameters are typed apr_dbd placeholders
+ * (%s text, %lld bigint, %d int, %pDz timestamptz, %pDd date) so PostgreSQL prepares them
+ * with the right types while SQLite binds them as text. A literal percent is written %%. */
+#ifndef BANK_SQL_H
+#define BANK_SQL_H
+
+#include <apr_pools.h>
+#include <apr_hash.h>
+#include <apr_dbd.h>
+
+typedef struct {
+    const char *label;
+    const char *sql; /* both drivers, unless pg is set */
+    const char *pg;  /* PostgreSQL text where its types need casts (uuid, timestamptz) */
+} bank_stmt_t;
+
+/* All statements, terminated by {NULL, NULL, NULL}. */
+extern const bank_stmt_t bank_statements[];
+
+/* The text of a statement for a driver name as apr_dbd_name() gives it. */
+const char *bank_stmt_sql(const bank_stmt_t *st, const char *driver_name);
+
+/* A connection as the query helpers see it: from mod_dbd (ap_dbd_t) or from bankctl. */
+typedef struct {
+    const apr_dbd_driver_t *driver;
+    apr_dbd_t *handle;
+    apr_hash_t *prepared; /* label -> apr_dbd_prepared_t * */
+    apr_pool_t *pool;     /* results and error texts */
+    apr_dbd_transaction_t *txn;
+    int txn_failed;    /* a statement failed inside txn: it can only roll back */
+    const char *error; /* last driver error text, for the log only */
+} bank_db_t;
+
+/* What went wrong, as far as a handler must tell apart. */
+typedef enum {
+    BANK_DB_OK = 0,
+    BANK_DB_ERROR,      /* statement failed (SQL error, constraint, lost connection) */
+    BANK_DB_BUSY,       /* database locked or busy past its timeout */
+    BANK_DB_NO_STMT     /* label was not prepared on this connection */
+} bank_db_rc;
+
+/* Rows of a result, fully read (never a half-read result left on a pooled connection).
+ * rows[i][j] is NULL for SQL NULL, on both drivers. */
+typedef struct {
+    int nrows;
+    int ncols;
+    const char ***rows;
+} bank_rows_t;
+
+/* Runs a prepared SELECT with nargs string arguments (NULL argument = SQL NULL). */
+bank_db_rc bank_db_select(bank_db_t *db, const char *label, bank_rows_t *out, int nargs,
+                          const char *const *args);
+/* Runs a prepared INSERT/UPDATE/DELETE; *affected gets the row count if not NULL. */
+bank_db_rc bank_db_exec(bank_db_t *db, const char *label, int *affected, int nargs,
+                        const char *const *args);
+/* One transaction at a time per connection. commit=0 rolls back. An error inside the
+ * transaction makes bank_db_end roll back and return BANK_DB_ERROR. */
+bank_db_rc bank_db_begin(bank_db_t *db);
+bank_db_rc bank_db_end(bank_db_t *db, int commit);
+
+/* Convenience: first row's column, or NULL. */
+const char *bank_rows_get(const bank_rows_t *r, int row, int col);
+
+#define BANK_NARGS(a) ((int)(sizeof(a) / sizeof((a)[0])))
+
+#endif

@@ -1,0 +1,154 @@
+/* AdonisJS v6 opaque access tokens (CONTRACT C5): oat_<b64url(id)>.<b64url(secret)>. */
+#include <string.h>
+
+#include <apr_strings.h>
+#include <apr_lib.h>
+
+#include <json-c/json.h>
+
+#include "bank_token.h"
+#include "bank_util.h"
+
+/* The characters AdonisJS' string.random draws from (url-safe base64). */
+static const char seed_alphabet[] =
+    "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_";
+
+/* Ids are database keys: 1..19 decimal digits always fit a signed 64-bit integer. */
+#define BANK_TOKEN_ID_MAX_DIGITS 19
+
+int bank_token_secret_new(apr_pool_t *p, const char **secret, const char **hash_hex)
+{
+    char *seed = bank_random_string(p, BANK_TOKEN_SEED_LEN, seed_alphabet);
+    char *s, *h;
+
+    if (!seed) {
+        return -1;
+    }
+    /* The CRC suffix lets secret scanners recognise a leaked token. */
+    s = apr_psprintf(p, "%s%lu", seed, bank_crc32(seed, BANK_TOKEN_SEED_LEN));
+    h = bank_sha256_hex(p, s, strlen(s));
+    if (!h) {
+        return -1;
+    }
+    *secret = s;
+    *hash_hex = h;
+    return 0;
+}
+
+char *bank_token_encode(apr_pool_t *p, const char *id, const char *secret)
+{
+    return apr_pstrcat(
+        p, BANK_TOKEN_PREFIX, bank_b64url_encode(p, (const unsigned char *)id, strlen(id)), ".",
+        bank_b64url_encode(p, (const unsigned char *)secret, strlen(secret)), (char *)NULL);
+}
+
+static int is_token_id(const char *s, apr_size_t len)
+{
+    apr_size_t i;
+
+    if (len == 0 || len > BANK_TOKEN_ID_MAX_DIGITS) {
+        return 0;
+    }
+    for (i = 0; i < len; i++) {
+        if (!apr_isdigit(s[i])) {
+            return 0;
+        }
+    }
+    return 1;
+}
+
+int bank_token_decode(apr_pool_t *p, const char *plain, const char **id, const char **secret)
+{
+    const apr_size_t plen = sizeof(BANK_TOKEN_PREFIX) - 1;
+    const char *dot;
+    unsigned char *rid, *rsecret;
+    apr_size_t idlen, secretlen;
+
+    if (!plain || strncmp(plain, BANK_TOKEN_PREFIX, plen) != 0) {
+        return -1;
+    }
+    plain += plen;
+    dot = strchr(plain, '.');
+    if (!dot || dot == plain || dot[1] == '\0') {
+        return -1;
+    }
+    if (bank_b64url_decode(p, apr_pstrmemdup(p, plain, (apr_size_t)(dot - plain)), &rid, &idlen) !=
+            0 ||
+        bank_b64url_decode(p, dot + 1, &rsecret, &secretlen) != 0) {
+        return -1;
+    }
+    /* An embedded NUL would make the C string differ from the bytes that were hashed. */
+    if (!is_token_id((const char *)rid, idlen) || secretlen == 0 ||
+        strlen((const char *)rsecret) != secretlen) {
+        return -1;
+    }
+    *id = (const char *)rid;
+    *secret = (const char *)rsecret;
+    return 0;
+}
+
+int bank_token_verify(apr_pool_t *p, const char *secret, const char *stored_hex)
+{
+    const char *h;
+
+    if (!secret || !stored_hex) {
+        return 0;
+    }
+    h = bank_sha256_hex(p, secret, strlen(secret));
+    return h != NULL && bank_secure_streq(h, stored_hex);
+}
+
+/* Strict parse: trailing text after the array makes the whole list malformed. */
+static json_object *parse_strict(const char *text)
+{
+    json_tokener *tok = json_tokener_new();
+    json_object *obj;
+
+    if (!tok) {
+        return NULL;
+    }
+    json_tokener_set_flags(tok, JSON_TOKENER_STRICT);
+    obj = json_tokener_parse_ex(tok, text, (int)strlen(text));
+    if (obj && (json_tokener_get_error(tok) != json_tokener_success ||
+                json_tokener_get_parse_end(tok) != strlen(text))) {
+        json_object_put(obj);
+        obj = NULL;
+    }
+    json_tokener_free(tok);
+    return obj;
+}
+
+int bank_abilities_allow(const char *abilities_json, const char *ability)
+{
+    json_object *arr;
+    apr_size_t i, n;
+    int allow = 0;
+
+    if (!abilities_json || !ability || strlen(abilities_json) > 65536) {
+        return 0;
+    }
+    arr = parse_strict(abilities_json);
+    if (!arr) {
+        return 0;
+    }
+    if (json_object_is_type(arr, json_type_array)) {
+        n = json_object_array_length(arr);
+        for (i = 0; i < n; i++) {
+            json_object *e = json_object_array_get_idx(arr, i);
+            const char *s;
+
+            /* Anything but strings: the list is not one we wrote, so grant nothing. */
+            if (!json_object_is_type(e, json_type_string)) {
+                allow = 0;
+                break;
+            }
+            s = json_object_get_string(e);
+            if ((size_t)json_object_get_string_len(e) == strlen(s) &&
+                (strcmp(s, "*") == 0 || strcmp(s, ability) == 0)) {
+                allow = 1;
+            }
+        }
+    }
+    json_object_put(arr);
+    return allow;
+}

@@ -1,0 +1,278 @@
+/* Unit tests for password verification, against hashes made by other tools. */
+#include "unit.h"
+
+#include <apr_strings.h>
+
+#include "bank_password.h"
+
+/* AdonisJS' own fixtures for "password" (adonisjs/hash tests/drivers/scrypt.spec.ts and
+ * bcrypt.spec.ts), cross-checked here with python's hashlib.scrypt and htpasswd -vb. */
+#define ADONIS_SCRYPT                                                                              \
+    "$scrypt$n=16384,r=8,p=1$YhdCGu1G+vTC6F9oJZ16lg$"                                              \
+    "IDWTbizFCq5n9YvPiy3YTPdUD12Nf1Iit8aQeGyWZdA9k9L"                                              \
+    "8rKk9Ii5jQxSkV0MJyxr3/nzOHh+VTht0KFxiBA"
+#define ADONIS_BCRYPT "$bcrypt$v=98$r=10$tAe1bhm5zoo0Sx7ZfrCd7w$0T4Cf8htpt/8FbjK+cErdaTh8T6ClYQ"
+/* The same bcrypt hash in modular-crypt form (salt and hash re-encoded in bcrypt's alphabet
+ * by python); `htpasswd -vb` accepts it for "password". */
+#define ADONIS_BCRYPT_MCF "$2b$10$r.czZfk3xmmyQv5XdpAb5uyR2Ad6frnr96DZhI8aCpbYRf6R4AjWO"
+
+/* The scrypt fixtures below were made by these shell one-liners (wrapped here; rejoin the lines).
+ * python3 -c "import hashlib,base64;e=lambda b:base64.b64encode(b).decode().rstrip('=');
+ *   s=b'mod_bank-salt-01';print('\$scrypt\$n=16384,r=8,p=1\$'+e(s)+'\$'+e(hashlib.scrypt(
+ *   b'correct horse battery staple',salt=s,n=16384,r=8,p=1,dklen=64)))" */
+#define PY_SCRYPT_DEFAULT                                                                          \
+    "$scrypt$n=16384,r=8,p=1$bW9kX2Jhbmstc2FsdC0wMQ$"                                              \
+    "J3vHaA39GfhGcIZI1jrNamuHGL94HneCRiRpIXIqLLAhvCZ"                                              \
+    "rZgzU0Ty9/t5Qd5L4p3AaG3sfTzfEXVzHDwjAew"
+/* python3 -c "import hashlib,base64;e=lambda b:base64.b64encode(b).decode().rstrip('=');
+ *   s=b'saltsalt';print('\$scrypt\$p=2,n=1024,r=4\$'+e(s)+'\$'+e(hashlib.scrypt(b'hunter2',
+ *   salt=s,n=1024,r=4,p=2,dklen=64)))" */
+#define PY_SCRYPT_REORDERED                                                                        \
+    "$scrypt$p=2,n=1024,r=4$c2FsdHNhbHQ$/"                                                         \
+    "EPyCrj1OqXOLLAFBeM3JlxYwQrO7iMYzQkuddeHM6l6ezVINDMctFNHQ+Z+"                                  \
+    "+TfjnS80L6X9toAr82GFQLz7pQ"
+/* python3 -c "import hashlib,base64;e=lambda b:base64.b64encode(b).decode().rstrip('=');
+ *   s=bytes(range(16));print('\$scrypt\$n=1024,r=8,p=1\$'+e(s)+'\$'+e(hashlib.scrypt(
+ *   'pässwörd'.encode(),salt=s,n=1024,r=8,p=1,dklen=128)))" */
+#define PY_SCRYPT_UTF8_128                                                                         \
+    "$scrypt$n=1024,r=8,p=1$AAECAwQFBgcICQoLDA0ODw$+klCkubs0ckYiTbZO4MWS3k2LxOt6MCvuou+"           \
+    "ZUKyyp6qUEgU/"                                                                                \
+    "qVThWLVcT0SWq7dAInImpHkxWRmnlFuF9CBr5Kr/EShEgXDZhs4Jlg4+W6/"                                  \
+    "7YP0tPG16xuPOSNXnnBjM4H5SmVDeAHk98d"                                                          \
+    "9AKIKqqGWIeUoydUsZ/8zcCJgauU"
+
+/* htpasswd -nbB -C 5 user password */
+#define HTPASSWD_2Y "$2y$05$Wa5ia47.YWi0tsMukHW1buIptLLsFSNwXsdIiP/d.JUE6hcxcUsC6"
+#define HTPASSWD_2B "$2b$05$Wa5ia47.YWi0tsMukHW1buIptLLsFSNwXsdIiP/d.JUE6hcxcUsC6"
+#define HTPASSWD_2A "$2a$05$Wa5ia47.YWi0tsMukHW1buIptLLsFSNwXsdIiP/d.JUE6hcxcUsC6"
+
+static int verify(apr_pool_t *p, const char *plain, const char *stored)
+{
+    return bank_password_verify(p, plain, stored);
+}
+
+static void test_scrypt(apr_pool_t *p)
+{
+    const char *cut;
+
+    CHECK(verify(p, "password", ADONIS_SCRYPT) == BANK_PW_MATCH);
+    CHECK(verify(p, "Password", ADONIS_SCRYPT) == BANK_PW_MISMATCH);
+    CHECK(verify(p, "password ", ADONIS_SCRYPT) == BANK_PW_MISMATCH);
+    CHECK(verify(p, "", ADONIS_SCRYPT) == BANK_PW_MISMATCH);
+    CHECK(verify(p, "correct horse battery staple", PY_SCRYPT_DEFAULT) == BANK_PW_MATCH);
+    CHECK(verify(p, "correct horse battery stapl", PY_SCRYPT_DEFAULT) == BANK_PW_MISMATCH);
+    CHECK(verify(p, "hunter2", PY_SCRYPT_REORDERED) == BANK_PW_MATCH);
+    CHECK(verify(p, "hunter3", PY_SCRYPT_REORDERED) == BANK_PW_MISMATCH);
+    CHECK(verify(p, "p\xc3\xa4ssw\xc3\xb6rd", PY_SCRYPT_UTF8_128) == BANK_PW_MATCH);
+    CHECK(verify(p, "passwort", PY_SCRYPT_UTF8_128) == BANK_PW_MISMATCH);
+
+    /* Any other order of the same parameters is the same hash. */
+    CHECK(verify(p, "password",
+                 "$scrypt$p=1,r=8,n=16384$YhdCGu1G+vTC6F9oJZ16lg$IDWTbizFCq5n9YvPiy3YTPdUD12Nf1Iit8"
+                 "aQeGyWZdA9k9L8rKk9Ii5jQxSkV0MJyxr3/nzOHh+VTht0KFxiBA") == BANK_PW_MATCH);
+    /* A changed parameter or a flipped key bit is a different hash. */
+    CHECK(verify(p, "password",
+                 "$scrypt$n=8192,r=8,p=1$YhdCGu1G+vTC6F9oJZ16lg$IDWTbizFCq5n9YvPiy3YTPdUD12Nf1Iit8a"
+                 "QeGyWZdA9k9L8rKk9Ii5jQxSkV0MJyxr3/nzOHh+VTht0KFxiBA") == BANK_PW_MISMATCH);
+    CHECK(verify(p, "password",
+                 "$scrypt$n=16384,r=8,p=1$YhdCGu1G+vTC6F9oJZ16lg$JDWTbizFCq5n9YvPiy3YTPdUD12Nf1Iit"
+                 "8aQeGyWZdA9k9L8rKk9Ii5jQxSkV0MJyxr3/nzOHh+VTht0KFxiBA") == BANK_PW_MISMATCH);
+
+    /* Truncated: a key shorter than 64 bytes, an impossible base64 length, no key, no salt. */
+    cut = apr_pstrndup(p, ADONIS_SCRYPT, strlen(ADONIS_SCRYPT) - 4);
+    CHECK(verify(p, "password", cut) == BANK_PW_MALFORMED);
+    cut = apr_pstrndup(p, ADONIS_SCRYPT, strlen(ADONIS_SCRYPT) - 1);
+    CHECK(verify(p, "password", cut) == BANK_PW_MALFORMED);
+    CHECK(verify(p, "password", "$scrypt$n=16384,r=8,p=1$YhdCGu1G+vTC6F9oJZ16lg$") ==
+          BANK_PW_MALFORMED);
+    CHECK(verify(p, "password", "$scrypt$n=16384,r=8,p=1$YhdCGu1G+vTC6F9oJZ16lg") ==
+          BANK_PW_MALFORMED);
+    CHECK(verify(p, "password", "$scrypt$n=16384,r=8,p=1") == BANK_PW_MALFORMED);
+    CHECK(verify(p, "password", "$scrypt$") == BANK_PW_MALFORMED);
+}
+
+/* ADONIS_SCRYPT with its parameter field replaced. */
+static int with_params(apr_pool_t *p, const char *params)
+{
+    return verify(p, "password",
+                  apr_pstrcat(p, "$scrypt$", params,
+                              "$YhdCGu1G+vTC6F9oJZ16lg$IDWTbizFCq5n9YvPiy3YTPdUD12Nf1Iit8aQeGyWZd"
+                              "A9k9L8rKk9Ii5jQxSkV0MJyxr3/nzOHh+VTht0KFxiBA",
+                              (char *)NULL));
+}
+
+static void test_scrypt_malformed(apr_pool_t *p)
+{
+    static const char *const bad_params[] = {"",
+                                             "n=16384,r=8",
+                                             "r=8,p=1",
+                                             "n=16384,p=1",
+                                             "n=0,r=8,p=1",
+                                             "n=1,r=8,p=1",
+                                             "n=16383,r=8,p=1",
+                                             "n=-16384,r=8,p=1",
+                                             "n=16384,r=0,p=1",
+                                             "n=16384,r=-1,p=1",
+                                             "n=16384,r=8,p=0",
+                                             "n=16384,r=8,p=1,n=16384",
+                                             "n=16384,r=8,p=1,x=1",
+                                             "n=16384,r=8,p=1,",
+                                             ",n=16384,r=8,p=1",
+                                             "n=16384,,r=8,p=1",
+                                             "n=16384;r=8;p=1",
+                                             "n=16384,r=8,p=01",
+                                             "n=16384,r=8,p=1x",
+                                             "n=,r=8,p=1",
+                                             "N=16384,r=8,p=1",
+                                             "n=2097152,r=8,p=1",
+                                             "n=1048576,r=8,p=1",
+                                             "n=16384,r=8,p=100",
+                                             "n=16384,r=1000,p=1",
+                                             "n=16384,r=8,p=99999999999",
+                                             "n=16384,r=8,p=1 "};
+    apr_size_t i;
+    int ok = 1;
+
+    for (i = 0; i < sizeof(bad_params) / sizeof(bad_params[0]); i++) {
+        if (with_params(p, bad_params[i]) != BANK_PW_MALFORMED) {
+            ok = 0;
+            fprintf(stderr, "accepted scrypt params '%s'\n", bad_params[i]);
+        }
+    }
+    CHECK(ok);
+
+    /* Salt and key: padding, bad characters, too short a salt, an extra field. */
+    CHECK(verify(p, "password",
+                 "$scrypt$n=16384,r=8,p=1$YhdCGu1G+vTC6F9oJZ16lg==$IDWTbizFCq5n9YvPiy3YTPdUD12Nf1"
+                 "Iit8aQeGyWZdA9k9L8rKk9Ii5jQxSkV0MJyxr3/nzOHh+VTht0KFxiBA") == BANK_PW_MALFORMED);
+    CHECK(verify(p, "password",
+                 "$scrypt$n=16384,r=8,p=1$YhdCGu1G-vTC6F9oJZ16lg$IDWTbizFCq5n9YvPiy3YTPdUD12Nf1Iit"
+                 "8aQeGyWZdA9k9L8rKk9Ii5jQxSkV0MJyxr3/nzOHh+VTht0KFxiBA") == BANK_PW_MALFORMED);
+    CHECK(verify(p, "password",
+                 "$scrypt$n=16384,r=8,p=1$YhdCGu1G$IDWTbizFCq5n9YvPiy3YTPdUD12Nf1Iit8aQeGyWZdA9k9"
+                 "L8rKk9Ii5jQxSkV0MJyxr3/nzOHh+VTht0KFxiBA") == BANK_PW_MALFORMED);
+    CHECK(verify(p, "password",
+                 "$scrypt$n=16384,r=8,p=1$YhdCGu1G+vTC6F9oJZ16lg$IDWTbizFCq5n9YvPiy3YTPdUD12Nf1Iit"
+                 "8aQeGyWZdA9k9L8rKk9Ii5jQxSkV0MJyxr3/nzOHh+VTht0KFxiBA$") == BANK_PW_MALFORMED);
+    CHECK(verify(p, "password",
+                 "$scrypt$v=1$n=16384,r=8,p=1$YhdCGu1G+vTC6F9oJZ16lg$IDWTbizFCq5n9YvPiy3YTPdUD12N"
+                 "f1Iit8aQeGyWZdA9k9L8rKk9Ii5jQxSkV0MJyxr3/nzOHh+VTht0KFxiBA") ==
+          BANK_PW_MALFORMED);
+}
+
+static void test_bcrypt(apr_pool_t *p)
+{
+    CHECK(verify(p, "password", HTPASSWD_2Y) == BANK_PW_MATCH);
+    CHECK(verify(p, "password", HTPASSWD_2B) == BANK_PW_MATCH);
+    CHECK(verify(p, "password", HTPASSWD_2A) == BANK_PW_MATCH);
+    CHECK(verify(p, "passwor", HTPASSWD_2Y) == BANK_PW_MISMATCH);
+    CHECK(verify(p, "Password", HTPASSWD_2B) == BANK_PW_MISMATCH);
+    CHECK(verify(p, "", HTPASSWD_2A) == BANK_PW_MISMATCH);
+    /* Last hash character changed ('6' -> '7'), then cost changed: both mismatch. */
+    CHECK(verify(p, "password", "$2y$05$Wa5ia47.YWi0tsMukHW1buIptLLsFSNwXsdIiP/d.JUE6hcxcUsC7") ==
+          BANK_PW_MISMATCH);
+    CHECK(verify(p, "password", "$2y$06$Wa5ia47.YWi0tsMukHW1buIptLLsFSNwXsdIiP/d.JUE6hcxcUsC6") ==
+          BANK_PW_MISMATCH);
+
+    CHECK(verify(p, "password", ADONIS_BCRYPT_MCF) == BANK_PW_MATCH);
+    CHECK(verify(p, "password", ADONIS_BCRYPT) == BANK_PW_MATCH);
+    CHECK(verify(p, "passwort", ADONIS_BCRYPT) == BANK_PW_MISMATCH);
+    /* v=97 is $2a$, which bcrypt computes the same for ASCII passwords. */
+    CHECK(verify(p, "password",
+                 "$bcrypt$v=97$r=10$tAe1bhm5zoo0Sx7ZfrCd7w$0T4Cf8htpt/8FbjK+cErdaTh8T6ClYQ") ==
+          BANK_PW_MATCH);
+    /* No version: AdonisJS reads it as 97. */
+    CHECK(verify(p, "password",
+                 "$bcrypt$r=10$tAe1bhm5zoo0Sx7ZfrCd7w$0T4Cf8htpt/8FbjK+cErdaTh8T6ClYQ") ==
+          BANK_PW_MATCH);
+    CHECK(verify(p, "password",
+                 "$bcrypt$v=98$r=11$tAe1bhm5zoo0Sx7ZfrCd7w$0T4Cf8htpt/8FbjK+cErdaTh8T6ClYQ") ==
+          BANK_PW_MISMATCH);
+}
+
+static void test_bcrypt_malformed(apr_pool_t *p)
+{
+    static const char *const bad[] = {
+        /* modular crypt */
+        "$2y$05$Wa5ia47.YWi0tsMukHW1buIptLLsFSNwXsdIiP/d.JUE6hcxcUsC",
+        "$2y$05$Wa5ia47.YWi0tsMukHW1buIptLLsFSNwXsdIiP/d.JUE6hcxcUsC66",
+        "$2y$05$Wa5ia47.YWi0tsMukHW1bu", "$2y$05$",
+        "$2x$05$Wa5ia47.YWi0tsMukHW1buIptLLsFSNwXsdIiP/d.JUE6hcxcUsC6",
+        "$2$05$Wa5ia47.YWi0tsMukHW1buIptLLsFSNwXsdIiP/d.JUE6hcxcUsC6a",
+        "$2y$5$Wa5ia47.YWi0tsMukHW1buIptLLsFSNwXsdIiP/d.JUE6hcxcUsC6a",
+        "$2y$03$Wa5ia47.YWi0tsMukHW1buIptLLsFSNwXsdIiP/d.JUE6hcxcUsC6",
+        "$2y$32$Wa5ia47.YWi0tsMukHW1buIptLLsFSNwXsdIiP/d.JUE6hcxcUsC6",
+        "$2y$05$Wa5ia47+YWi0tsMukHW1buIptLLsFSNwXsdIiP/d.JUE6hcxcUsC6",
+        "$2y$05$Wa5ia47.YWi0tsMukHW1buIptLLsFSNwXsdIiP/d.JUE6hcxcUsC=",
+        "$2y$05$Wa5ia47.YWi0tsMukHW1buIptLLsFSNwXsdIiP/d.JUE6hcxcUs$6",
+        "$2y$0a$Wa5ia47.YWi0tsMukHW1buIptLLsFSNwXsdIiP/d.JUE6hcxcUsC6",
+        /* PHC */
+        "$bcrypt$v=10$r=10$tAe1bhm5zoo0Sx7ZfrCd7w$0T4Cf8htpt/8FbjK+cErdaTh8T6ClYQ",
+        "$bcrypt$v=121$r=10$tAe1bhm5zoo0Sx7ZfrCd7w$0T4Cf8htpt/8FbjK+cErdaTh8T6ClYQ",
+        "$bcrypt$v=98$tAe1bhm5zoo0Sx7ZfrCd7w$0T4Cf8htpt/8FbjK+cErdaTh8T6ClYQ",
+        "$bcrypt$v=98$i=12$tAe1bhm5zoo0Sx7ZfrCd7w$0T4Cf8htpt/8FbjK+cErdaTh8T6ClYQ",
+        "$bcrypt$v=98$r=0$tAe1bhm5zoo0Sx7ZfrCd7w$0T4Cf8htpt/8FbjK+cErdaTh8T6ClYQ",
+        "$bcrypt$v=98$r=32$tAe1bhm5zoo0Sx7ZfrCd7w$0T4Cf8htpt/8FbjK+cErdaTh8T6ClYQ",
+        "$bcrypt$v=98$r=8", "$bcrypt$v=98$r=8$$", "$bcrypt$v=98$r=8$aM15713r3Xsvxbi31lqr1Q",
+        "$bcrypt$v=98$r=8$aM15713r3Xsvxbi31lqr1Q$",
+        "$bcrypt$v=98$r=10$tAe1bhm5zoo0Sx7ZfrCd7w$0T4Cf8htpt/8FbjK+cErdaTh8T6ClY",
+        "$bcrypt$v=98$r=10$tAe1bhm5zoo0Sx7ZfrCd$0T4Cf8htpt/8FbjK+cErdaTh8T6ClYQ",
+        "$bcrypt$v=98$r=10$tAe1bhm5zoo0Sx7ZfrCd7w==$0T4Cf8htpt/8FbjK+cErdaTh8T6ClYQ",
+        "$bcrypt$v=98$r=10$tAe1bhm5zoo0Sx7ZfrCd7w$0T4Cf8htpt/8FbjK+cErdaTh8T6ClYQ$x",
+        "$bcrypt$x=1$v=98$r=10$tAe1bhm5zoo0Sx7ZfrCd7w$0T4Cf8htpt/8FbjK+cErdaTh8T6ClYQ",
+        "$bcript$v=98$r=10$tAe1bhm5zoo0Sx7ZfrCd7w$0T4Cf8htpt/8FbjK+cErdaTh8T6ClYQ",
+        /* other schemes and junk */
+        "$argon2id$v=19$m=65536,t=3,p=4$c29tZXNhbHQ$RdescudvJCsgt3ub+b+dWRWJTmaaJObG",
+        "$6$saltsalt$qFmFH.bQmmtXzyBY0s9v7Oicd2z4XSIecDzlB5KiA2/"
+        "jctKu9YterLp8wwnSq.qc.eoxqOmSuNp2xS0ktL3nh/",
+        "$1$saltsalt$T3XNM8b8Ry5TlcY9Bx9Dw0", "$apr1$saltsalt$vKfC6ar3z1F5YF6NnBaWd/",
+        "{SHA}W6ph5Mm5Pz8GgiULbPgzG37mj9g=", "5f4dcc3b5aa765d61d8327deb882cf99", "password", "",
+        "$", "$$"};
+    apr_size_t i;
+    int ok = 1;
+
+    for (i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+        if (verify(p, "password", bad[i]) != BANK_PW_MALFORMED) {
+            ok = 0;
+            fprintf(stderr, "accepted malformed hash '%s'\n", bad[i]);
+        }
+    }
+    CHECK(ok);
+    CHECK(verify(p, "password", NULL) == BANK_PW_MALFORMED);
+    CHECK(verify(p, NULL, HTPASSWD_2Y) == BANK_PW_MISMATCH);
+}
+
+static void test_hash_and_dummy(apr_pool_t *p)
+{
+    char *h1 = bank_password_hash(p, "s3cret-Pa55"), *h2 = bank_password_hash(p, "s3cret-Pa55");
+    const char *dummy = bank_password_dummy();
+
+    CHECK(h1 != NULL && h2 != NULL);
+    if (h1 && h2) {
+        CHECK(strncmp(h1, "$scrypt$n=16384,r=8,p=1$", 24) == 0);
+        /* 16-byte salt (22 characters) and 64-byte key (86 characters), no padding. */
+        CHECK(strlen(h1) == 24 + 22 + 1 + 86);
+        CHECK(strchr(h1 + 24, '=') == NULL);
+        CHECK(strcmp(h1, h2) != 0);
+        CHECK(verify(p, "s3cret-Pa55", h1) == BANK_PW_MATCH);
+        CHECK(verify(p, "s3cret-Pa55", h2) == BANK_PW_MATCH);
+        CHECK(verify(p, "s3cret-Pa56", h1) == BANK_PW_MISMATCH);
+    }
+    h1 = bank_password_hash(p, "");
+    CHECK(h1 != NULL && verify(p, "", h1) == BANK_PW_MATCH);
+
+    /* The dummy is a well-formed default-cost hash that nothing we try matches. */
+    CHECK(dummy != NULL && strncmp(dummy, "$scrypt$n=16384,r=8,p=1$", 24) == 0);
+    CHECK(verify(p, "password", dummy) == BANK_PW_MISMATCH);
+    CHECK(verify(p, "", dummy) == BANK_PW_MISMATCH);
+    CHECK(verify(p, "demo-password", dummy) == BANK_PW_MISMATCH);
+}
+
+static void run_tests(apr_pool_t *p)
+{
+    test_scrypt(p);
+    test_scrypt_malformed(p);
+    test_bcrypt(p);
+    test_bcrypt_malformed(p);
+    test_hash_and_dummy(p);
+}

@@ -1,0 +1,254 @@
+/* Unit tests for bank_util: encodings, digests, randomness, UUIDs and time. */
+#include "unit.h"
+
+#include <apr_strings.h>
+
+#include "bank_util.h"
+
+static const char *b64url(apr_pool_t *p, const char *s)
+{
+    return bank_b64url_encode(p, (const unsigned char *)s, strlen(s));
+}
+
+static const char *b64std(apr_pool_t *p, const char *s)
+{
+    return bank_b64std_encode(p, (const unsigned char *)s, strlen(s));
+}
+
+/* Decodes with fn and returns the text, or NULL if the decoder refused. */
+static const char *unb64(apr_pool_t *p, const char *in,
+                         int (*fn)(apr_pool_t *, const char *, unsigned char **, apr_size_t *))
+{
+    unsigned char *out = NULL;
+    apr_size_t len = 0;
+
+    if (fn(p, in, &out, &len) != 0) {
+        return NULL;
+    }
+    return strlen((const char *)out) == len ? (const char *)out : NULL;
+}
+
+static void test_base64(apr_pool_t *p)
+{
+    /* RFC 4648 section 10, padding removed. */
+    static const char *const vec[][2] = {
+        {"", ""},           {"f", "Zg"},          {"fo", "Zm8"},         {"foo", "Zm9v"},
+        {"foob", "Zm9vYg"}, {"fooba", "Zm9vYmE"}, {"foobar", "Zm9vYmFy"}};
+    static const unsigned char odd[] = {0xfb, 0xff, 0xbf};
+    unsigned char *out;
+    apr_size_t i, len;
+
+    for (i = 0; i < sizeof(vec) / sizeof(vec[0]); i++) {
+        CHECK_STR(b64url(p, vec[i][0]), vec[i][1]);
+        CHECK_STR(b64std(p, vec[i][0]), vec[i][1]);
+        CHECK_STR(unb64(p, vec[i][1], bank_b64url_decode), vec[i][0]);
+        CHECK_STR(unb64(p, vec[i][1], bank_b64std_decode), vec[i][0]);
+    }
+    /* The two alphabets differ only in the last two characters. */
+    CHECK_STR(bank_b64url_encode(p, odd, 3), "-_-_");
+    CHECK_STR(bank_b64std_encode(p, odd, 3), "+/+/");
+    CHECK_STR(bank_b64url_encode(p, odd, 2), "-_8");
+    CHECK_STR(bank_b64std_encode(p, odd, 2), "+/8");
+    CHECK(bank_b64url_decode(p, "-_-_", &out, &len) == 0 && len == 3 && memcmp(out, odd, 3) == 0);
+    CHECK(bank_b64std_decode(p, "+/+/", &out, &len) == 0 && len == 3 && memcmp(out, odd, 3) == 0);
+    CHECK(bank_b64url_decode(p, "+/+/", &out, &len) == -1);
+    CHECK(bank_b64std_decode(p, "-_-_", &out, &len) == -1);
+
+    /* Strictness: padding, stray characters, impossible lengths, non-zero trailing bits. */
+    CHECK(bank_b64url_decode(p, "Zg==", &out, &len) == -1);
+    CHECK(bank_b64std_decode(p, "Zm8=", &out, &len) == -1);
+    CHECK(bank_b64url_decode(p, "Z", &out, &len) == -1);
+    CHECK(bank_b64url_decode(p, "Zm9vY", &out, &len) == -1);
+    CHECK(bank_b64url_decode(p, "Zh", &out, &len) == -1);
+    CHECK(bank_b64url_decode(p, "Zm9", &out, &len) == -1);
+    CHECK(bank_b64url_decode(p, "Zm 9v", &out, &len) == -1);
+    CHECK(bank_b64url_decode(p, "Zm9v\n", &out, &len) == -1);
+    CHECK(bank_b64url_decode(p, "Zm.v", &out, &len) == -1);
+    CHECK(bank_b64url_decode(p, NULL, &out, &len) == -1);
+
+    /* Binary round trip over every byte value. */
+    {
+        unsigned char all[256], *back;
+        apr_size_t blen;
+        for (i = 0; i < 256; i++) {
+            all[i] = (unsigned char)i;
+        }
+        CHECK(bank_b64url_decode(p, bank_b64url_encode(p, all, 256), &back, &blen) == 0 &&
+              blen == 256 && memcmp(back, all, 256) == 0);
+        CHECK(bank_b64std_decode(p, bank_b64std_encode(p, all, 255), &back, &blen) == 0 &&
+              blen == 255 && memcmp(back, all, 255) == 0);
+    }
+}
+
+static void test_digests(apr_pool_t *p)
+{
+    static const unsigned char bytes[] = {0x00, 0x01, 0x7f, 0x80, 0xab, 0xff};
+
+    CHECK_STR(bank_hex(p, bytes, sizeof(bytes)), "00017f80abff");
+    CHECK_STR(bank_hex(p, bytes, 0), "");
+    /* FIPS 180-2 example and the empty message. */
+    CHECK_STR(bank_sha256_hex(p, "abc", 3),
+              "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad");
+    CHECK_STR(bank_sha256_hex(p, "", 0),
+              "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855");
+    /* CRC-32 check value, and python's zlib.crc32 for the others. */
+    CHECK(bank_crc32("123456789", 9) == 3421780262UL);
+    CHECK(bank_crc32("", 0) == 0UL);
+    CHECK(bank_crc32("The quick brown fox jumps over the lazy dog", 43) == 1095738169UL);
+
+    CHECK(bank_secure_streq("abc", "abc") == 1);
+    CHECK(bank_secure_streq("abc", "abd") == 0);
+    CHECK(bank_secure_streq("abc", "abcd") == 0);
+    CHECK(bank_secure_streq("", "") == 1);
+    CHECK(bank_secure_streq(NULL, "a") == 0);
+}
+
+static void test_random(apr_pool_t *p)
+{
+    unsigned char a[32], b[32];
+    const char *s;
+    int i, ok = 1;
+
+    CHECK(bank_random_bytes(a, sizeof(a)) == 0);
+    CHECK(bank_random_bytes(b, sizeof(b)) == 0);
+    CHECK(memcmp(a, b, sizeof(a)) != 0);
+
+    s = bank_random_string(p, 200, "ab");
+    CHECK(s != NULL && strlen(s) == 200);
+    for (i = 0; s && s[i]; i++) {
+        ok &= s[i] == 'a' || s[i] == 'b';
+    }
+    CHECK(ok);
+    /* 200 draws from two letters: both appear unless randomness is broken. */
+    CHECK(s && strchr(s, 'a') && strchr(s, 'b'));
+    CHECK_STR(bank_random_string(p, 0, "xyz"), "");
+    CHECK(bank_random_string(p, 5, "") == NULL);
+}
+
+static void test_uuid(apr_pool_t *p)
+{
+    int i, ok = 1;
+    const char *u = bank_uuid4(p), *v = bank_uuid4(p);
+
+    CHECK(u != NULL && v != NULL && strcmp(u, v) != 0);
+    CHECK(bank_is_uuid(u));
+    CHECK(u && strlen(u) == 36 && u[14] == '4');
+    CHECK(u && strchr("89ab", u[19]) != NULL);
+    for (i = 0; u && u[i]; i++) {
+        ok &= (u[i] >= '0' && u[i] <= '9') || (u[i] >= 'a' && u[i] <= 'f') || u[i] == '-';
+    }
+    CHECK(ok);
+    for (i = 0; i < 64; i++) {
+        u = bank_uuid4(p);
+        ok &= u && u[14] == '4' && strchr("89ab", u[19]) != NULL;
+    }
+    CHECK(ok);
+
+    CHECK(bank_is_uuid("123E4567-E89B-42D3-A456-426614174000"));
+    CHECK(!bank_is_uuid("123e4567-e89b-42d3-a456-42661417400"));
+    CHECK(!bank_is_uuid("123e4567-e89b-42d3-a456-4266141740000"));
+    CHECK(!bank_is_uuid("123e4567e89b-42d3-a456-4266141740000"));
+    CHECK(!bank_is_uuid("123e4567-e89b-42d3-a456-42661417400g"));
+    CHECK(!bank_is_uuid(""));
+    CHECK(!bank_is_uuid(NULL));
+}
+
+/* Parses s and renders it back, or "(rejected)". */
+static const char *reparse(apr_pool_t *p, const char *s)
+{
+    apr_time_t t;
+
+    return bank_time_parse(s, &t) == 0 ? bank_time_iso(p, t) : "(rejected)";
+}
+
+static void test_time(apr_pool_t *p)
+{
+    /* Expected instants from python: calendar.timegm((2026,11,22,7,40,22,0,0,0)). */
+    const apr_time_t base = APR_INT64_C(1795333222) * APR_USEC_PER_SEC;
+    apr_time_t t = 0, now;
+    static const char *const garbage[] = {"",
+                                          "2026-11-22",
+                                          "2026-11-22T07:40",
+                                          "2026-11-22T07:40Z",
+                                          "2026-11-22x07:40:22",
+                                          " 2026-11-22T07:40:22Z",
+                                          "2026-11-22T07:40:22Z ",
+                                          "2026-11-22T07:40:22Zjunk",
+                                          "2026-11-22T07:40:22.Z",
+                                          "2026-11-22T07:40:22.1234567890Z",
+                                          "2026-11-22T07:40:22+5",
+                                          "2026-11-22T07:40:22+05:3",
+                                          "2026-11-22T07:40:22+053",
+                                          "2026-11-22T07:40:22+24:00",
+                                          "2026-11-22T07:40:22+05:60",
+                                          "2026-13-01T00:00:00Z",
+                                          "2026-00-01T00:00:00Z",
+                                          "2026-11-31T00:00:00Z",
+                                          "2026-11-00T00:00:00Z",
+                                          "2023-02-29T00:00:00Z",
+                                          "1900-02-29T00:00:00Z",
+                                          "2026-11-22T24:00:00Z",
+                                          "2026-11-22T07:60:00Z",
+                                          "2026-11-22T07:40:60Z",
+                                          "2026-1-22T07:40:22Z",
+                                          "20261122T074022Z",
+                                          "2026-11-22t07:40:22z",
+                                          "-026-11-22T07:40:22Z",
+                                          "yesterday"};
+    apr_size_t i;
+    int ok = 1;
+
+    CHECK_STR(bank_time_iso(p, 0), "1970-01-01T00:00:00.000Z");
+    CHECK_STR(bank_time_iso(p, base + 123456), "2026-11-22T07:40:22.123Z");
+    CHECK_STR(bank_time_iso(p, -1), "1969-12-31T23:59:59.999Z");
+    CHECK_STR(bank_time_iso(p, APR_INT64_C(-2203891200) * APR_USEC_PER_SEC),
+              "1900-03-01T00:00:00.000Z");
+    CHECK_STR(bank_time_iso(p, APR_INT64_C(951825600) * APR_USEC_PER_SEC),
+              "2000-02-29T12:00:00.000Z");
+    CHECK_STR(bank_time_iso(p, APR_INT64_C(253402300799) * APR_USEC_PER_SEC + 999999),
+              "9999-12-31T23:59:59.999Z");
+    CHECK_STR(bank_time_iso(p, APR_INT64_C(-62135596800) * APR_USEC_PER_SEC),
+              "0001-01-01T00:00:00.000Z");
+
+    CHECK(bank_time_parse("2026-11-22T07:40:22.123Z", &t) == 0 && t == base + 123000);
+    CHECK(bank_time_parse("2026-11-22 07:40:22.123456+00", &t) == 0 && t == base + 123456);
+    CHECK(bank_time_parse("2026-11-22 07:40:22", &t) == 0 && t == base);
+    CHECK(bank_time_parse("2026-11-22T07:40:22Z", &t) == 0 && t == base);
+    CHECK(bank_time_parse("2026-11-22 07:40:22+00:00", &t) == 0 && t == base);
+    CHECK(bank_time_parse("2026-11-22 07:40:22.5", &t) == 0 && t == base + 500000);
+    CHECK(bank_time_parse("2026-11-22 07:40:22.123456789Z", &t) == 0 && t == base + 123456);
+    /* 07:40:22+05:30 is 02:10:22Z: timegm((2026,11,22,2,10,22,0,0,0)) = 1795313422. */
+    CHECK(bank_time_parse("2026-11-22 07:40:22+05:30", &t) == 0 &&
+          t == APR_INT64_C(1795313422) * APR_USEC_PER_SEC);
+    CHECK(bank_time_parse("2026-11-22 07:40:22+0530", &t) == 0 &&
+          t == APR_INT64_C(1795313422) * APR_USEC_PER_SEC);
+    CHECK_STR(reparse(p, "2026-11-22T07:40:22+05"), "2026-11-22T02:40:22.000Z");
+    CHECK_STR(reparse(p, "2026-11-22T07:40:22-01:00"), "2026-11-22T08:40:22.000Z");
+    CHECK_STR(reparse(p, "2026-11-22 23:30:00-01:00"), "2026-11-23T00:30:00.000Z");
+    CHECK_STR(reparse(p, "2026-12-31 23:59:59.999-00:01"), "2027-01-01T00:00:59.999Z");
+    CHECK_STR(reparse(p, "2024-02-29T00:00:00Z"), "2024-02-29T00:00:00.000Z");
+    CHECK_STR(reparse(p, "2000-02-29 12:00:00"), "2000-02-29T12:00:00.000Z");
+    CHECK_STR(reparse(p, "1969-12-31T23:59:59.999Z"), "1969-12-31T23:59:59.999Z");
+
+    for (i = 0; i < sizeof(garbage) / sizeof(garbage[0]); i++) {
+        if (bank_time_parse(garbage[i], &t) == 0) {
+            ok = 0;
+            fprintf(stderr, "accepted garbage time '%s'\n", garbage[i]);
+        }
+    }
+    CHECK(ok);
+    CHECK(bank_time_parse(NULL, &t) == -1);
+
+    /* Round trip of the current time, to the millisecond. */
+    now = apr_time_now();
+    CHECK(bank_time_parse(bank_time_iso(p, now), &t) == 0 && t == now / 1000 * 1000);
+}
+
+static void run_tests(apr_pool_t *p)
+{
+    test_base64(p);
+    test_digests(p);
+    test_random(p);
+    test_uuid(p);
+    test_time(p);
+}
