@@ -1,0 +1,155 @@
+/* GET/HEAD /misc/payment_banks (CONTRACT C8): active banks by name, a strong ETag, 304, and
+ * an in-process cache shared by the threads of a child, expiring per BankBanksMaxAge. */
+#include <stdlib.h>
+#include <string.h>
+#include <apr_strings.h>
+#include <apr_thread_mutex.h>
+#include <http_protocol.h>
+#include <http_request.h>
+#include "mod_bank.h"
+#include "bank_json.h"
+#include "bank_util.h"
+
+APLOG_USE_MODULE(bank);
+
+/* One rendered answer per child process. Readers copy it under the lock, so a refresh can
+ * free the previous one at once. */
+static struct {
+    apr_thread_mutex_t *lock;
+    apr_pool_t *parent;
+    apr_pool_t *pool; /* holds text and etag; replaced on refresh */
+    const char *text;
+    const char *etag;
+    apr_time_t fetched;
+} cache;
+
+void bank_banks_child_init(apr_pool_t *p, server_rec *s)
+{
+    cache.parent = p;
+    if (apr_thread_mutex_create(&cache.lock, APR_THREAD_MUTEX_DEFAULT, p) != APR_SUCCESS) {
+        ap_log_error(APLOG_MARK, APLOG_ERR, 0, s,
+                     BANKLOGNO(0401) "bank list cache disabled: no mutex");
+        cache.lock = NULL;
+    }
+}
+
+typedef struct {
+    const char *name;
+    json_object *o;
+} bank_entry;
+
+static int by_name(const void *a, const void *b)
+{
+    const bank_entry *x = a, *y = b;
+    int c = strcasecmp(x->name, y->name);
+    return c ? c : strcmp(x->name, y->name);
+}
+
+/* Reads the active banks and renders the whole answer. */
+static int render(request_rec *r, bank_db_t *db, const char **text, const char **etag)
+{
+    bank_rows_t rows;
+    bank_db_rc rc = bank_db_select(db, "bank_banks_active", &rows, 0, NULL);
+    json_object *doc, *body, *list;
+    bank_entry *entries;
+    int i;
+
+    if (rc != BANK_DB_OK) {
+        return bank_error_db(r, db, rc, "bank list");
+    }
+    entries = apr_pcalloc(r->pool, sizeof(*entries) * (rows.nrows + 1));
+    for (i = 0; i < rows.nrows; i++) {
+        json_object *o = json_object_new_object();
+        const char *const *row = rows.rows[i];
+        json_object_object_add(o, "id", json_object_new_int64(apr_atoi64(row[0] ? row[0] : "0")));
+        json_object_object_add(o, "name", bank_json_str(row[1]));
+        json_object_object_add(o, "slug", bank_json_str(row[2]));
+        json_object_object_add(o, "code", bank_json_str(row[3]));
+        json_object_object_add(o, "active", json_object_new_int(atoi(row[4] ? row[4] : "0")));
+        entries[i].name = row[1] ? row[1] : "";
+        entries[i].o = o;
+    }
+    qsort(entries, rows.nrows, sizeof(*entries), by_name);
+    doc = bank_json_own(r->pool, json_object_new_object());
+    body = json_object_new_object();
+    list = json_object_new_array();
+    for (i = 0; i < rows.nrows; i++) {
+        json_object_array_add(list, entries[i].o);
+    }
+    json_object_object_add(body, "banks", list);
+    json_object_object_add(doc, "body", body);
+    *text = bank_json_text(r->pool, doc);
+    *etag = apr_pstrcat(r->pool, "\"", apr_pstrndup(r->pool, bank_sha256_hex(r->pool, *text, strlen(*text)), 32), "\"", (char *)NULL);
+    return OK;
+}
+
+/* Copies the cached answer if still fresh. */
+static int cache_get(request_rec *r, apr_time_t max_age, const char **text, const char **etag)
+{
+    int hit = 0;
+    if (!cache.lock || apr_thread_mutex_lock(cache.lock) != APR_SUCCESS) {
+        return 0;
+    }
+    if (cache.text && apr_time_now() - cache.fetched < max_age) {
+        *text = apr_pstrdup(r->pool, cache.text);
+        *etag = apr_pstrdup(r->pool, cache.etag);
+        hit = 1;
+    }
+    apr_thread_mutex_unlock(cache.lock);
+    return hit;
+}
+
+static void cache_put(const char *text, const char *etag)
+{
+    apr_pool_t *p;
+    if (!cache.lock || apr_thread_mutex_lock(cache.lock) != APR_SUCCESS) {
+        return;
+    }
+    if (apr_pool_create(&p, cache.parent) == APR_SUCCESS) {
+        if (cache.pool) {
+            apr_pool_destroy(cache.pool);
+        }
+        cache.pool = p;
+        cache.text = apr_pstrdup(p, text);
+        cache.etag = apr_pstrdup(p, etag);
+        cache.fetched = apr_time_now();
+    }
+    apr_thread_mutex_unlock(cache.lock);
+}
+
+int bank_banks_handler(request_rec *r)
+{
+    bank_dir_conf *conf = bank_conf(r);
+    apr_int64_t max_age = bank_conf_banks_max_age(conf);
+    bank_principal_t *who;
+    const char *text = NULL, *etag = NULL;
+    bank_db_t *db;
+    int rc;
+
+    if ((rc = bank_allow_methods(r, AP_METHOD_BIT << M_GET, "GET, HEAD")) != OK) {
+        return rc;
+    }
+    if (!(db = bank_db(r))) {
+        return bank_error_db(r, NULL, BANK_DB_ERROR, "bank list");
+    }
+    if ((rc = bank_authenticate(r, db, "banks:read", &who)) != OK) {
+        return rc;
+    }
+    if (!cache_get(r, apr_time_from_sec(max_age), &text, &etag)) {
+        if ((rc = render(r, db, &text, &etag)) != OK) {
+            return rc;
+        }
+        if (max_age > 0) {
+            cache_put(text, etag);
+        }
+    }
+    apr_table_setn(r->headers_out, "ETag", etag);
+    apr_table_setn(r->headers_out, "Cache-Control",
+                   apr_psprintf(r->pool, "private, max-age=%" APR_INT64_T_FMT, max_age));
+    apr_table_mergen(r->headers_out, "Vary", "Authorization");
+    if (ap_meets_conditions(r) == HTTP_NOT_MODIFIED) {
+        r->status = HTTP_NOT_MODIFIED;
+        return OK;
+    }
+    return bank_send_text(r, HTTP_OK, text, strlen(text));
+}

@@ -1,0 +1,304 @@
+/* Configuration directives (CONTRACT C4): parsed by one family of validators, so every bad
+ * value stops httpd with a message naming the directive; defaults live in one struct. */
+#include <errno.h>
+#include <string.h>
+#include <apr_strings.h>
+#include <apr_lib.h>
+#include <http_request.h>
+#include "mod_bank.h"
+#include "bank_nuban.h"
+
+APLOG_USE_MODULE(bank);
+
+int bank_client_key_seen = 0;
+
+/* The defaults, in one place (docs/configuration.md lists the same values). */
+static const struct {
+    apr_int64_t token_lifetime;
+    int throttle_attempts;
+    apr_int64_t throttle_window;
+    apr_int64_t max_body;
+    apr_int64_t banks_max_age;
+    const char *account_bank;
+    const char *account_bank_code;
+    const char *partner;
+} defaults = {86400, 5, 60, 65536, 300, "mod_bank Demo Bank", "999", "partner"};
+
+void *bank_create_dir_conf(apr_pool_t *p, char *dir)
+{
+    bank_dir_conf *c = apr_pcalloc(p, sizeof(*c));
+    c->token_lifetime = BANK_UNSET;
+    c->throttle_attempts = BANK_UNSET;
+    c->throttle_window = BANK_UNSET;
+    c->max_body = BANK_UNSET;
+    c->banks_max_age = BANK_UNSET;
+    c->location = dir ? apr_pstrdup(p, dir) : NULL;
+    return c;
+}
+
+#define MERGE_PTR(f) m->f = add->f ? add->f : base->f
+#define MERGE_NUM(f) m->f = add->f != BANK_UNSET ? add->f : base->f
+
+void *bank_merge_dir_conf(apr_pool_t *p, void *basev, void *addv)
+{
+    bank_dir_conf *base = basev, *add = addv, *m = apr_pcalloc(p, sizeof(*m));
+    MERGE_PTR(client_keys);
+    MERGE_NUM(token_lifetime);
+    MERGE_NUM(throttle_attempts);
+    MERGE_NUM(throttle_window);
+    MERGE_NUM(max_body);
+    MERGE_NUM(banks_max_age);
+    MERGE_PTR(account_bank);
+    MERGE_PTR(account_bank_code);
+    MERGE_PTR(webhook_secrets);
+    MERGE_PTR(partner);
+    MERGE_PTR(location);
+    /* The signature triple is one setting: take it whole from where it was given. */
+    if (add->sig_set) {
+        m->sig_set = 1;
+        m->sig_header = add->sig_header;
+        m->sig_alg = add->sig_alg;
+        m->sig_key = add->sig_key;
+    } else {
+        m->sig_set = base->sig_set;
+        m->sig_header = base->sig_header;
+        m->sig_alg = base->sig_alg;
+        m->sig_key = base->sig_key;
+    }
+    return m;
+}
+
+/* ---------- getters: the configured value or the default -------------------------------- */
+
+bank_dir_conf *bank_conf(request_rec *r)
+{
+    return ap_get_module_config(r->per_dir_config, &bank_module);
+}
+
+#define GETTER(type, name, field)                                                                 \
+    type bank_conf_##name(const bank_dir_conf *c)                                                \
+    {                                                                                              \
+        return c->field != BANK_UNSET ? c->field : defaults.field;                                 \
+    }
+GETTER(apr_int64_t, token_lifetime, token_lifetime)
+GETTER(int, throttle_attempts, throttle_attempts)
+GETTER(apr_int64_t, throttle_window, throttle_window)
+GETTER(apr_int64_t, max_body, max_body)
+GETTER(apr_int64_t, banks_max_age, banks_max_age)
+
+const char *bank_conf_account_bank(const bank_dir_conf *c)
+{
+    return c->account_bank ? c->account_bank : defaults.account_bank;
+}
+
+const char *bank_conf_account_bank_code(const bank_dir_conf *c)
+{
+    return c->account_bank_code ? c->account_bank_code : defaults.account_bank_code;
+}
+
+const char *bank_conf_partner(const bank_dir_conf *c)
+{
+    const char *slash;
+    if (c->partner) {
+        return c->partner;
+    }
+    /* Default: the last non-empty segment of the <Location> path (/webhook/paystack). */
+    if (c->location && (slash = strrchr(c->location, '/')) && slash[1]) {
+        return slash + 1;
+    }
+    return defaults.partner;
+}
+
+/* ---------- the shared validators ---------------------------------------------------------- */
+
+static const char *parse_int(cmd_parms *cmd, const char *arg, apr_int64_t min, apr_int64_t max,
+                             apr_int64_t *out)
+{
+    char *end = NULL;
+    apr_int64_t v;
+
+    errno = 0;
+    v = apr_strtoi64(arg, &end, 10);
+    if (!*arg || errno || *end || v < min || v > max || !apr_isdigit(arg[0])) {
+        return apr_psprintf(cmd->pool,
+                            "%s: expected a whole number from %" APR_INT64_T_FMT
+                            " to %" APR_INT64_T_FMT ", got '%s'",
+                            cmd->cmd->name, min, max, arg);
+    }
+    *out = v;
+    return NULL;
+}
+
+/* Bearer values must be RFC 6750 token68 characters, so a client can send them as written. */
+static const char *check_secret(cmd_parms *cmd, const char *arg)
+{
+    const char *c;
+    if (strlen(arg) < 8) {
+        return apr_psprintf(cmd->pool, "%s: a key must have at least 8 characters",
+                            cmd->cmd->name);
+    }
+    for (c = arg; *c; c++) {
+        if (!apr_isalnum(*c) && !strchr("-._~+/=", *c)) {
+            return apr_psprintf(cmd->pool,
+                                "%s: a key may hold only letters, digits and -._~+/= "
+                                "(RFC 6750 token68)",
+                                cmd->cmd->name);
+        }
+    }
+    return NULL;
+}
+
+static const char *check_name(cmd_parms *cmd, const char *arg, apr_size_t max, int token_only)
+{
+    const char *c;
+    if (!*arg || strlen(arg) > max) {
+        return apr_psprintf(cmd->pool, "%s: expected 1 to %" APR_SIZE_T_FMT " characters",
+                            cmd->cmd->name, max);
+    }
+    for (c = arg; *c; c++) {
+        if (apr_iscntrl(*c) || (token_only && !apr_isalnum(*c) && *c != '-' && *c != '_')) {
+            return apr_psprintf(cmd->pool, "%s: '%s' holds a character not allowed here%s",
+                                cmd->cmd->name, arg,
+                                token_only ? " (letters, digits, - and _ only)" : "");
+        }
+    }
+    return NULL;
+}
+
+/* ---------- directive handlers -------------------------------------------------------------- */
+
+static const char *set_client_key(cmd_parms *cmd, void *cfg, const char *arg)
+{
+    bank_dir_conf *c = cfg;
+    const char *err = check_secret(cmd, arg);
+    if (err) {
+        return err;
+    }
+    if (!c->client_keys) {
+        c->client_keys = apr_array_make(cmd->pool, 2, sizeof(const char *));
+    }
+    *(const char **)apr_array_push(c->client_keys) = apr_pstrdup(cmd->pool, arg);
+    bank_client_key_seen = 1;
+    return NULL;
+}
+
+static const char *set_webhook_secret(cmd_parms *cmd, void *cfg, const char *arg)
+{
+    bank_dir_conf *c = cfg;
+    const char *err = check_secret(cmd, arg);
+    if (err) {
+        return err;
+    }
+    if (!c->webhook_secrets) {
+        c->webhook_secrets = apr_array_make(cmd->pool, 2, sizeof(const char *));
+    }
+    *(const char **)apr_array_push(c->webhook_secrets) = apr_pstrdup(cmd->pool, arg);
+    return NULL;
+}
+
+static const char *set_token_lifetime(cmd_parms *cmd, void *cfg, const char *arg)
+{
+    return parse_int(cmd, arg, 60, 31536000, &((bank_dir_conf *)cfg)->token_lifetime);
+}
+
+static const char *set_max_body(cmd_parms *cmd, void *cfg, const char *arg)
+{
+    return parse_int(cmd, arg, 2, 1073741824, &((bank_dir_conf *)cfg)->max_body);
+}
+
+static const char *set_banks_max_age(cmd_parms *cmd, void *cfg, const char *arg)
+{
+    return parse_int(cmd, arg, 0, 31536000, &((bank_dir_conf *)cfg)->banks_max_age);
+}
+
+static const char *set_throttle(cmd_parms *cmd, void *cfg, const char *attempts,
+                                const char *seconds)
+{
+    bank_dir_conf *c = cfg;
+    apr_int64_t n;
+    const char *err = parse_int(cmd, attempts, 1, 1000000, &n);
+    if (err) {
+        return err;
+    }
+    c->throttle_attempts = (int)n;
+    return parse_int(cmd, seconds, 1, 2592000, &c->throttle_window);
+}
+
+static const char *set_account_bank(cmd_parms *cmd, void *cfg, const char *arg)
+{
+    const char *err = check_name(cmd, arg, 100, 0);
+    if (!err) {
+        ((bank_dir_conf *)cfg)->account_bank = apr_pstrdup(cmd->pool, arg);
+    }
+    return err;
+}
+
+static const char *set_account_bank_code(cmd_parms *cmd, void *cfg, const char *arg)
+{
+    if (!bank_nuban_institution(cmd->pool, arg)) {
+        return apr_psprintf(cmd->pool,
+                            "%s: expected a CBN bank code of 3, 5 or 6 digits, got '%s'",
+                            cmd->cmd->name, arg);
+    }
+    ((bank_dir_conf *)cfg)->account_bank_code = apr_pstrdup(cmd->pool, arg);
+    return NULL;
+}
+
+static const char *set_partner(cmd_parms *cmd, void *cfg, const char *arg)
+{
+    const char *err = check_name(cmd, arg, 64, 1);
+    if (!err) {
+        ((bank_dir_conf *)cfg)->partner = apr_pstrdup(cmd->pool, arg);
+    }
+    return err;
+}
+
+static const char *set_signature(cmd_parms *cmd, void *cfg, const char *header, const char *alg,
+                                 const char *key)
+{
+    bank_dir_conf *c = cfg;
+    const char *err = check_name(cmd, header, 64, 1);
+    if (err) {
+        return err;
+    }
+    if (!strcasecmp(alg, "sha256")) {
+        c->sig_alg = BANK_HMAC_SHA256;
+    } else if (!strcasecmp(alg, "sha512")) {
+        c->sig_alg = BANK_HMAC_SHA512;
+    } else {
+        return apr_psprintf(cmd->pool, "%s: the algorithm must be sha256 or sha512, got '%s'",
+                            cmd->cmd->name, alg);
+    }
+    if ((err = check_secret(cmd, key)) != NULL) {
+        return err;
+    }
+    c->sig_header = apr_pstrdup(cmd->pool, header);
+    c->sig_key = apr_pstrdup(cmd->pool, key);
+    c->sig_set = 1;
+    return NULL;
+}
+
+#define BANK_CTX (RSRC_CONF | ACCESS_CONF)
+const command_rec bank_cmds[] = {
+    AP_INIT_ITERATE("BankClientKey", set_client_key, NULL, BANK_CTX,
+                    "Keys a client app must send as bearer on sign-in (several for rotation)"),
+    AP_INIT_TAKE1("BankTokenLifetime", set_token_lifetime, NULL, BANK_CTX,
+                  "Customer token lifetime in seconds (default 86400, min 60)"),
+    AP_INIT_TAKE2("BankSignInThrottle", set_throttle, NULL, BANK_CTX,
+                  "Failed sign-ins allowed per e-mail and IP, and the window in seconds "
+                  "(default 5 60)"),
+    AP_INIT_TAKE1("BankMaxBody", set_max_body, NULL, BANK_CTX,
+                  "Request body cap in bytes (default 65536)"),
+    AP_INIT_TAKE1("BankBanksMaxAge", set_banks_max_age, NULL, BANK_CTX,
+                  "Bank list cache lifetime in seconds (default 300)"),
+    AP_INIT_TAKE1("BankAccountBank", set_account_bank, NULL, BANK_CTX,
+                  "Name of the institution holding customer accounts"),
+    AP_INIT_TAKE1("BankAccountBankCode", set_account_bank_code, NULL, BANK_CTX,
+                  "CBN code of that institution, for NUBAN check digits"),
+    AP_INIT_ITERATE("BankWebhookSecret", set_webhook_secret, NULL, BANK_CTX,
+                    "Bearer values the payment partner may send (several for rotation)"),
+    AP_INIT_TAKE3("BankWebhookSignature", set_signature, NULL, BANK_CTX,
+                  "HEADER sha256|sha512 KEY: also require an HMAC of the raw body"),
+    AP_INIT_TAKE1("BankWebhookPartner", set_partner, NULL, BANK_CTX,
+                  "Partner name recorded on each notice (default: last Location segment)"),
+    {NULL}};

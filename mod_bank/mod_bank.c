@@ -1,0 +1,92 @@
+/* mod_bank: module registration, hooks and the handler names the operator maps to URLs
+ * with SetHandler (CONTRACT C2). Routing is httpd's: nothing here looks at r->uri. */
+#include <string.h>
+#include <httpd.h>
+#include <http_config.h>
+#include <http_protocol.h>
+#include <http_request.h>
+#include <ap_mpm.h>
+#include <http_core.h>
+#include <openssl/crypto.h>
+#include "mod_bank.h"
+
+
+
+static const struct {
+    const char *name;
+    int (*fn)(request_rec *r);
+} handlers[] = {
+    {"bank-sign-in", bank_sign_in_handler},
+    {"bank-bvn", bank_bvn_handler},
+    {"bank-banks", bank_banks_handler},
+    {"bank-webhook", bank_webhook_handler},
+};
+
+static int bank_handler(request_rec *r)
+{
+    apr_size_t i;
+    if (!r->handler) {
+        return DECLINED;
+    }
+    for (i = 0; i < sizeof(handlers) / sizeof(handlers[0]); i++) {
+        if (!strcmp(r->handler, handlers[i].name)) {
+            return handlers[i].fn(r);
+        }
+    }
+    return DECLINED;
+}
+
+static void bank_optional_fn_retrieve(void)
+{
+    bank_db_retrieve_optional();
+}
+
+static int bank_pre_config(apr_pool_t *pconf, apr_pool_t *plog, apr_pool_t *ptemp)
+{
+    (void)pconf;
+    (void)plog;
+    (void)ptemp;
+    bank_client_key_seen = 0; /* a restart reads the configuration anew */
+    return OK;
+}
+
+static int bank_post_config(apr_pool_t *pconf, apr_pool_t *plog, apr_pool_t *ptemp,
+                            server_rec *s)
+{
+    if (ap_state_query(AP_SQ_MAIN_STATE) == AP_SQ_MS_CREATE_PRE_CONFIG) {
+        return OK;
+    }
+    if (!bank_client_key_seen) {
+        ap_log_error(APLOG_MARK, APLOG_WARNING, 0, s,
+                     BANKLOGNO(0001) "BankClientKey is not set: sign-in accepts requests "
+                                     "without a client key");
+    }
+    return bank_db_post_config(pconf, plog, ptemp, s);
+}
+
+static void bank_child_init(apr_pool_t *p, server_rec *s)
+{
+    bank_banks_child_init(p, s);
+}
+
+static void bank_register_hooks(apr_pool_t *p)
+{
+    /* before mod_dbd's post_config, which hands the prepared statements to its pools */
+    static const char *const before_dbd[] = {"mod_dbd.c", NULL};
+    (void)p;
+    ap_hook_optional_fn_retrieve(bank_optional_fn_retrieve, NULL, NULL, APR_HOOK_MIDDLE);
+    ap_hook_pre_config(bank_pre_config, NULL, NULL, APR_HOOK_MIDDLE);
+    ap_hook_post_config(bank_post_config, NULL, before_dbd, APR_HOOK_MIDDLE);
+    ap_hook_child_init(bank_child_init, NULL, NULL, APR_HOOK_MIDDLE);
+    ap_hook_handler(bank_handler, NULL, NULL, APR_HOOK_MIDDLE);
+}
+
+AP_DECLARE_MODULE(bank) = {
+    STANDARD20_MODULE_STUFF,
+    bank_create_dir_conf,
+    bank_merge_dir_conf,
+    NULL,
+    NULL,
+    bank_cmds,
+    bank_register_hooks,
+};

@@ -1,0 +1,7 @@
+/* Not built yet: answers 503 until its issue lands. */
+#include "mod_bank.h"
+
+int bank_sign_in_handler(request_rec *r)
+{
+    return bank_error_unavailable(r, "Sign-in is not enabled yet.", 3600);
+}
