@@ -38,9 +38,9 @@ typedef struct {
 /* What went wrong, as far as a handler must tell apart. */
 typedef enum {
     BANK_DB_OK = 0,
-    BANK_DB_ERROR,      /* statement failed (SQL error, constraint, lost connection) */
-    BANK_DB_BUSY,       /* database locked or busy past its timeout */
-    BANK_DB_NO_STMT     /* label was not prepared on this connection */
+    BANK_DB_ERROR,  /* statement failed (SQL error, constraint, lost connection) */
+    BANK_DB_BUSY,   /* database locked or busy past its timeout */
+    BANK_DB_NO_STMT /* label was not prepared on this connection */
 } bank_db_rc;
 
 /* Rows of a result, fully read (never a half-read result left on a pooled connection).

@@ -1,0 +1,203 @@
+/* Every SQL statement of mod_bank, and the query helpers over apr_dbd shared by the module
+ * and bankctl. Statements are prepared once per connection (mod_dbd does it for the module,
+ * bankctl does it itself); no SQL text is ever built from request data. */
+#include <string.h>
+#include <apr_strings.h>
+#include <apr_tables.h>
+#include "bank_sql.h"
+
+/* clang-format off */
+const bank_stmt_t bank_statements[] = {
+    /* banks.c: the bank list; sorted in C so both drivers agree on the order. */
+    {"bank_banks_active",
+     "SELECT id, name, slug, code, active FROM banks WHERE active = 1", NULL},
+
+    /* auth.c: bearer token verification. */
+    {"bank_token_find",
+     "SELECT tokenable_id, hash, abilities, expires_at, last_used_at"
+     " FROM auth_access_tokens WHERE id = %lld AND type = 'auth_token'", NULL},
+    {"bank_token_touch",
+     "UPDATE auth_access_tokens SET last_used_at = %pDz WHERE id = %lld", NULL},
+
+    /* Tokens issued by sign-in and bankctl. */
+    {"bank_token_insert",
+     "INSERT INTO auth_access_tokens (tokenable_id, type, name, hash, abilities, created_at,"
+     " updated_at, expires_at) VALUES (%s, 'auth_token', NULL, %s, %s, %pDz, %pDz, %pDz)"
+     " RETURNING id",
+     "INSERT INTO auth_access_tokens (tokenable_id, type, name, hash, abilities, created_at,"
+     " updated_at, expires_at) VALUES (CAST(%s AS uuid), 'auth_token', NULL, %s, %s, %pDz,"
+     " %pDz, %pDz) RETURNING id"},
+    {"bank_token_revoke_all",
+     "DELETE FROM auth_access_tokens WHERE tokenable_id = %s",
+     "DELETE FROM auth_access_tokens WHERE tokenable_id = CAST(%s AS uuid)"},
+
+    /* Customers. */
+    {"bank_customer_by_email",
+     "SELECT id, email, password, first_name, last_name, phone, email_verified, bvn,"
+     " referral_code, created_at, updated_at FROM customers WHERE lower(email) = lower(%s)",
+     NULL},
+    {"bank_customer_by_id",
+     "SELECT id, email, password, first_name, last_name, phone, email_verified, bvn,"
+     " referral_code, created_at, updated_at FROM customers WHERE id = %s",
+     "SELECT id, email, password, first_name, last_name, phone, email_verified, bvn,"
+     " referral_code, created_at, updated_at FROM customers WHERE id = CAST(%s AS uuid)"},
+    {"bank_customer_insert",
+     "INSERT INTO customers (id, email, password, first_name, last_name, phone,"
+     " email_verified, created_at, updated_at) VALUES (%s, %s, %s, %s, %s, %s, %d, %pDz, %pDz)",
+     "INSERT INTO customers (id, email, password, first_name, last_name, phone,"
+     " email_verified, created_at, updated_at) VALUES (CAST(%s AS uuid), %s, %s, %s, %s, %s,"
+     " %d <> 0, %pDz, %pDz)"},
+
+    /* Identity-provider records. */
+    {"bank_bvn_record_upsert",
+     "INSERT INTO bvn_records (bvn, first_name, last_name, date_of_birth, phone, created_at)"
+     " VALUES (%s, %s, %s, %pDd, %s, %pDz) ON CONFLICT (bvn) DO UPDATE SET"
+     " first_name = excluded.first_name, last_name = excluded.last_name,"
+     " date_of_birth = excluded.date_of_birth, phone = excluded.phone", NULL},
+
+    /* bankctl notices: newest first. */
+    {"bank_notices_list",
+     "SELECT partner, status, amount, charges, currency, narration, receiver_account_name,"
+     " receiver_account_number, receiver_bank_code, session_id, status_code, status_message,"
+     " transaction_reference, wallet_id, client_ref, customer_reference, customer_id,"
+     " received_at FROM payment_notices ORDER BY received_at DESC LIMIT %d", NULL},
+
+    /* sign_in.c: credentials, devices, throttling. */
+    /* (sign-in statements) */
+
+    /* bvn.c: BVN verification and account opening. */
+    /* (bvn statements) */
+
+    /* webhook.c: payment notices. */
+    /* (webhook statements) */
+
+    {NULL, NULL, NULL}};
+/* clang-format on */
+
+const char *bank_stmt_sql(const bank_stmt_t *st, const char *driver_name)
+{
+    if (st->pg && driver_name && strcmp(driver_name, "pgsql") == 0) {
+        return st->pg;
+    }
+    return st->sql;
+}
+
+static bank_db_rc classify(bank_db_t *db, int rv)
+{
+    const char *msg = apr_dbd_error(db->driver, db->handle, rv);
+    /* First line only: PostgreSQL's DETAIL line quotes key values (a BVN, an e-mail). */
+    db->error = apr_pstrndup(db->pool, msg ? msg : "unknown database error",
+                             msg ? strcspn(msg, "\r\n") : 22);
+    if (db->txn) {
+        db->txn_failed = 1;
+    }
+    /* SQLITE_BUSY (5) / SQLITE_LOCKED (6) after the driver's own retries and busy_timeout;
+     * PostgreSQL reports lock and statement time-outs in the message text. */
+    if ((strcmp(apr_dbd_name(db->driver), "sqlite3") == 0 && (rv == 5 || rv == 6)) ||
+        strstr(db->error, "locked") || strstr(db->error, "timeout") ||
+        strstr(db->error, "canceling statement")) {
+        return BANK_DB_BUSY;
+    }
+    return BANK_DB_ERROR;
+}
+
+static apr_dbd_prepared_t *lookup(bank_db_t *db, const char *label)
+{
+    apr_dbd_prepared_t *st =
+        db->prepared ? apr_hash_get(db->prepared, label, APR_HASH_KEY_STRING) : NULL;
+    if (!st) {
+        db->error = apr_pstrcat(db->pool, "statement not prepared: ", label, (char *)NULL);
+    }
+    return st;
+}
+
+bank_db_rc bank_db_select(bank_db_t *db, const char *label, bank_rows_t *out, int nargs,
+                          const char *const *args)
+{
+    apr_dbd_prepared_t *st = lookup(db, label);
+    apr_dbd_results_t *res = NULL;
+    apr_dbd_row_t *row = NULL;
+    apr_array_header_t *rows;
+    int rv, i;
+
+    memset(out, 0, sizeof(*out));
+    if (!st) {
+        return BANK_DB_NO_STMT;
+    }
+    /* random=1: the pgsql driver reports SQL errors only in that mode. */
+    rv = apr_dbd_pselect(db->driver, db->pool, db->handle, &res, st, 1, nargs, (const char **)args);
+    if (rv != 0) {
+        return classify(db, rv);
+    }
+    out->ncols = apr_dbd_num_cols(db->driver, res);
+    rows = apr_array_make(db->pool, 8, sizeof(const char **));
+    /* Read every row, until -1, so no result is left pending on a pooled connection. */
+    while ((rv = apr_dbd_get_row(db->driver, db->pool, res, &row, -1)) == 0) {
+        const char **cols = apr_pcalloc(db->pool, sizeof(char *) * (out->ncols + 1));
+        for (i = 0; i < out->ncols; i++) {
+            const char *v = NULL;
+            /* apr_dbd_datum_get reports SQL NULL as APR_ENOENT on both drivers. */
+            if (apr_dbd_datum_get(db->driver, row, i, APR_DBD_TYPE_STRING, &v) == APR_SUCCESS &&
+                v) {
+                cols[i] = apr_pstrdup(db->pool, v);
+            }
+        }
+        *(const char ***)apr_array_push(rows) = cols;
+    }
+    out->nrows = rows->nelts;
+    out->rows = (const char ***)rows->elts;
+    return BANK_DB_OK;
+}
+
+bank_db_rc bank_db_exec(bank_db_t *db, const char *label, int *affected, int nargs,
+                        const char *const *args)
+{
+    apr_dbd_prepared_t *st = lookup(db, label);
+    int n = 0, rv;
+
+    if (!st) {
+        return BANK_DB_NO_STMT;
+    }
+    rv = apr_dbd_pquery(db->driver, db->pool, db->handle, &n, st, nargs, (const char **)args);
+    if (affected) {
+        *affected = n;
+    }
+    return rv == 0 ? BANK_DB_OK : classify(db, rv);
+}
+
+bank_db_rc bank_db_begin(bank_db_t *db)
+{
+    int rv;
+
+    db->txn = NULL; /* the driver allocates it; a stale pointer would be reused */
+    db->txn_failed = 0;
+    rv = apr_dbd_transaction_start(db->driver, db->pool, db->handle, &db->txn);
+    return rv == 0 ? BANK_DB_OK : classify(db, rv);
+}
+
+bank_db_rc bank_db_end(bank_db_t *db, int commit)
+{
+    int failed = db->txn_failed, rv;
+
+    if (!db->txn) {
+        return BANK_DB_ERROR;
+    }
+    if (!commit || failed) {
+        apr_dbd_transaction_mode_set(db->driver, db->txn, APR_DBD_TRANSACTION_ROLLBACK);
+    }
+    rv = apr_dbd_transaction_end(db->driver, db->pool, db->txn);
+    db->txn = NULL;
+    db->txn_failed = 0;
+    if (rv != 0) {
+        return classify(db, rv);
+    }
+    return failed && commit ? BANK_DB_ERROR : BANK_DB_OK;
+}
+
+const char *bank_rows_get(const bank_rows_t *r, int row, int col)
+{
+    if (!r || row < 0 || row >= r->nrows || col < 0 || col >= r->ncols) {
+        return NULL;
+    }
+    return r->rows[row][col];
+}
