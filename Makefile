@@ -71,8 +71,8 @@ format:
 
 lint:
 	cppcheck --quiet --error-exitcode=1 --enable=warning,performance,portability \
-	    --inline-suppr --suppress=missingIncludeSystem -Iinclude $(APR_INC) \
-	    -I$(shell $(APXS) -q INCLUDEDIR) mod_bank/
+	    --inline-suppr --suppress=missingIncludeSystem -Iinclude -DLINUX -D_REENTRANT \
+	    -D_GNU_SOURCE mod_bank/
 	clang-format --dry-run --Werror mod_bank/*.c include/*.h t/unit/*.c t/unit/*.h
 
 clean:

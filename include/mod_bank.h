@@ -36,9 +36,9 @@ typedef struct {
     const char *sig_header;              /* BankWebhookSignature */
     bank_hmac_alg sig_alg;
     const char *sig_key;
-    const char *partner;      /* BankWebhookPartner */
-    const char *location;     /* the <Location> path, for the default partner name */
-    int sig_set;              /* BankWebhookSignature given here */
+    const char *partner;  /* BankWebhookPartner */
+    const char *location; /* the <Location> path, for the default partner name */
+    int sig_set;          /* BankWebhookSignature given here */
 } bank_dir_conf;
 
 extern module AP_MODULE_DECLARE_DATA bank_module;
@@ -80,9 +80,10 @@ typedef enum {
 } bank_error_id;
 
 /* Renders an error answer (status, Content-Type, body) and returns DONE for the handler
- * to return (every helper below that may answer returns OK to go on, anything else to stop). message may be NULL for the error's default sentence; errs may be NULL (one entry
- * with the message is then written). Headers such as Allow or Retry-After are set by the
- * caller on r->err_headers_out before, or through the helpers below. */
+ * to return (every helper below that may answer returns OK to go on, anything else to stop).
+ * message may be NULL for the error's default sentence; errs may be NULL (one entry with the
+ * message is then written). Headers such as Allow or Retry-After are set by the caller on
+ * r->err_headers_out before, or through the helpers below. */
 int bank_error(request_rec *r, bank_error_id id, const char *message,
                const apr_array_header_t *errs);
 /* 422 with the given field errors. */
@@ -129,8 +130,7 @@ typedef struct {
 
 /* Verifies the customer bearer token and the ability. On success returns OK and the
  * principal; otherwise the error answer (401/403/503) is written and its status returned. */
-int bank_authenticate(request_rec *r, bank_db_t *db, const char *ability,
-                      bank_principal_t **out);
+int bank_authenticate(request_rec *r, bank_db_t *db, const char *ability, bank_principal_t **out);
 /* The bearer value of the Authorization header, or NULL if absent or not "Bearer x". */
 const char *bank_bearer(request_rec *r);
 

@@ -79,7 +79,9 @@ static int render(request_rec *r, bank_db_t *db, const char **text, const char *
     json_object_object_add(body, "banks", list);
     json_object_object_add(doc, "body", body);
     *text = bank_json_text(r->pool, doc);
-    *etag = apr_pstrcat(r->pool, "\"", apr_pstrndup(r->pool, bank_sha256_hex(r->pool, *text, strlen(*text)), 32), "\"", (char *)NULL);
+    *etag = apr_pstrcat(r->pool, "\"",
+                        apr_pstrndup(r->pool, bank_sha256_hex(r->pool, *text, strlen(*text)), 32),
+                        "\"", (char *)NULL);
     return OK;
 }
 

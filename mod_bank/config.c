@@ -75,8 +75,8 @@ bank_dir_conf *bank_conf(request_rec *r)
     return ap_get_module_config(r->per_dir_config, &bank_module);
 }
 
-#define GETTER(type, name, field)                                                                 \
-    type bank_conf_##name(const bank_dir_conf *c)                                                \
+#define GETTER(type, name, field)                                                                  \
+    type bank_conf_##name(const bank_dir_conf *c)                                                  \
     {                                                                                              \
         return c->field != BANK_UNSET ? c->field : defaults.field;                                 \
     }
@@ -134,8 +134,7 @@ static const char *check_secret(cmd_parms *cmd, const char *arg)
 {
     const char *c;
     if (strlen(arg) < 8) {
-        return apr_psprintf(cmd->pool, "%s: a key must have at least 8 characters",
-                            cmd->cmd->name);
+        return apr_psprintf(cmd->pool, "%s: a key must have at least 8 characters", cmd->cmd->name);
     }
     for (c = arg; *c; c++) {
         if (!apr_isalnum(*c) && !strchr("-._~+/=", *c)) {
@@ -236,8 +235,7 @@ static const char *set_account_bank(cmd_parms *cmd, void *cfg, const char *arg)
 static const char *set_account_bank_code(cmd_parms *cmd, void *cfg, const char *arg)
 {
     if (!bank_nuban_institution(cmd->pool, arg)) {
-        return apr_psprintf(cmd->pool,
-                            "%s: expected a CBN bank code of 3, 5 or 6 digits, got '%s'",
+        return apr_psprintf(cmd->pool, "%s: expected a CBN bank code of 3, 5 or 6 digits, got '%s'",
                             cmd->cmd->name, arg);
     }
     ((bank_dir_conf *)cfg)->account_bank_code = apr_pstrdup(cmd->pool, arg);

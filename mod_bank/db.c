@@ -41,8 +41,9 @@ static const char *find_driver(const ap_directive_t *d, const char *found)
 static const ap_directive_t *find_vhost(const ap_directive_t *d, const server_rec *s)
 {
     for (; d; d = d->next) {
-        if (!strcasecmp(d->directive, "<VirtualHost") && (unsigned)d->line_num == s->defn_line_number &&
-            d->filename && s->defn_name && !strcmp(d->filename, s->defn_name)) {
+        if (!strcasecmp(d->directive, "<VirtualHost") &&
+            (unsigned)d->line_num == s->defn_line_number && d->filename && s->defn_name &&
+            !strcmp(d->filename, s->defn_name)) {
             return d;
         }
         if (d->first_child) {

@@ -10,8 +10,6 @@
 #include <openssl/crypto.h>
 #include "mod_bank.h"
 
-
-
 static const struct {
     const char *name;
     int (*fn)(request_rec *r);
@@ -50,8 +48,7 @@ static int bank_pre_config(apr_pool_t *pconf, apr_pool_t *plog, apr_pool_t *ptem
     return OK;
 }
 
-static int bank_post_config(apr_pool_t *pconf, apr_pool_t *plog, apr_pool_t *ptemp,
-                            server_rec *s)
+static int bank_post_config(apr_pool_t *pconf, apr_pool_t *plog, apr_pool_t *ptemp, server_rec *s)
 {
     if (ap_state_query(AP_SQ_MAIN_STATE) == AP_SQ_MS_CREATE_PRE_CONFIG) {
         return OK;
@@ -82,11 +79,6 @@ static void bank_register_hooks(apr_pool_t *p)
 }
 
 AP_DECLARE_MODULE(bank) = {
-    STANDARD20_MODULE_STUFF,
-    bank_create_dir_conf,
-    bank_merge_dir_conf,
-    NULL,
-    NULL,
-    bank_cmds,
+    STANDARD20_MODULE_STUFF, bank_create_dir_conf, bank_merge_dir_conf, NULL, NULL, bank_cmds,
     bank_register_hooks,
 };

@@ -58,19 +58,19 @@ const char *bank_v_string(apr_array_header_t *errs, json_object *body, const cha
     }
     n = utf8_length(s);
     if (n < min) {
-        bank_errors_add(errs, field, min == 1 ? "required" : "minLength",
-                        min == 1 ? apr_psprintf(p, "The %s field must be defined", field)
-                                 : apr_psprintf(p, "The %s field must have at least %" APR_SIZE_T_FMT
-                                                   " characters",
-                                                field, min));
+        bank_errors_add(
+            errs, field, min == 1 ? "required" : "minLength",
+            min == 1
+                ? apr_psprintf(p, "The %s field must be defined", field)
+                : apr_psprintf(p, "The %s field must have at least %" APR_SIZE_T_FMT " characters",
+                               field, min));
         return NULL;
     }
     if (n > max) {
-        bank_errors_add(errs, field, "maxLength",
-                        apr_psprintf(p,
-                                     "The %s field must not be greater than %" APR_SIZE_T_FMT
-                                     " characters",
-                                     field, max));
+        bank_errors_add(
+            errs, field, "maxLength",
+            apr_psprintf(p, "The %s field must not be greater than %" APR_SIZE_T_FMT " characters",
+                         field, max));
         return NULL;
     }
     return apr_pstrdup(p, s);
@@ -95,8 +95,8 @@ int bank_email_plausible(const char *s)
     }
     /* domain: labels separated by dots, at least one dot, no empty label, TLD of 2+ letters */
     dot = strrchr(at + 1, '.');
-    if (!dot || dot == at + 1 || strlen(dot + 1) < 2 || at[1] == '-' ||
-        strstr(at + 1, ".-") || strstr(at + 1, "-.")) {
+    if (!dot || dot == at + 1 || strlen(dot + 1) < 2 || at[1] == '-' || strstr(at + 1, ".-") ||
+        strstr(at + 1, "-.")) {
         return 0;
     }
     for (c = at + 1; *c; c++) {

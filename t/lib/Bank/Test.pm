@@ -1,0 +1,134 @@
+package Bank::Test;
+# Helpers for the mod_bank suite: requests with JSON bodies, CONTRACT error checks, and the
+# operator tool (bankctl) against the database the test server uses.
+use strict;
+use warnings FATAL => 'all';
+use Exporter 'import';
+use JSON::PP ();
+use Apache::Test qw(-withtestmore);
+use Apache::TestRequest ();
+
+our @EXPORT = qw(json_request decode_body assert_error bankctl new_customer issue_token
+  db_exec db_value unique error_log_since error_log_mark);
+
+my $json = JSON::PP->new->canonical;
+my $seq  = 0;
+
+# A string unique to this run and call, for e-mails and references.
+sub unique { return sprintf '%d%d%04d', time, $$, $seq++ }
+
+# (method, path, headers => {...}, body => ref|string, content_type => ...)
+sub json_request {
+    my ($method, $path, %o) = @_;
+    my %h = %{ $o{headers} || {} };
+    my @args;
+    if (exists $o{body}) {
+        my $b = ref $o{body} ? $json->encode($o{body}) : $o{body};
+        $h{'Content-Type'} = exists $o{content_type} ? $o{content_type} : 'application/json'
+          unless exists $h{'Content-Type'};
+        delete $h{'Content-Type'} unless defined $h{'Content-Type'};
+        push @args, content => $b;
+    }
+    require HTTP::Request;
+    my $req = HTTP::Request->new($method, Apache::TestRequest::resolve_url($path), [%h],
+        @args ? $args[1] : undef);
+    $req->header('Content-Length' => length $args[1]) if @args && !$o{chunked};
+    return Apache::TestRequest::user_agent()->request($req);
+}
+
+sub decode_body {
+    my ($res) = @_;
+    my $d = eval { $json->decode($res->content) };
+    return $d;
+}
+
+# Checks an error answer against CONTRACT C3 and returns the decoded body.
+sub assert_error {
+    my ($res, $status, $code, $name) = @_;
+    $name ||= "$status $code";
+    is($res->code, $status, "$name: status");
+    like($res->header('Content-Type') || '', qr{^application/json; charset=utf-8$}i,
+        "$name: content type");
+    my $d = decode_body($res);
+    ok($d && ref $d eq 'HASH', "$name: JSON object body") or diag($res->content);
+    $d ||= {};
+    ok(exists $d->{body} && !defined $d->{body}, "$name: body is null");
+    is($d->{code}, $code, "$name: code");
+    ok(defined $d->{message} && length $d->{message}, "$name: message");
+    ok(ref $d->{errors} eq 'ARRAY' && @{ $d->{errors} } >= 1
+          && !grep({ !defined $_->{message} } @{ $d->{errors} }),
+        "$name: errors[] with messages");
+    return $d;
+}
+
+# Runs bankctl on the test database; returns its stdout (trimmed). Dies on failure unless
+# called in list context, which returns (exit code, stdout, stderr).
+sub bankctl {
+    my @args = @_;
+    my $cmd  = join ' ', $ENV{BANK_CTL}, map { _q($_) } @args;
+    my $errf = "$ENV{BANK_TEST_ROOT}/bankctl.err.$$";
+    my $out  = `$cmd 2>$errf`;
+    my $rc   = $? >> 8;
+    my $err  = do { local (@ARGV, $/) = $errf; <> } // '';
+    unlink $errf;
+    chomp $out;
+    return ($rc, $out, $err) if wantarray;
+    die "bankctl @args[0,1] failed ($rc): $err" if $rc;
+    return $out;
+}
+
+sub _q { my $s = shift; $s =~ s/'/'\\''/g; return "'$s'" }
+
+# A fresh customer; returns a hash with id, email, password, first, last, phone.
+sub new_customer {
+    my (%o) = @_;
+    my $u = unique();
+    my %c = (
+        email    => $o{email}    // "cust$u\@example.com",
+        password => $o{password} // "pw-$u-secret",
+        first    => $o{first}    // 'Ada',
+        last     => $o{last}     // 'Obi',
+        phone    => $o{phone}    // '+2348012345678',
+    );
+    $c{id} = bankctl('customer', 'add', '--email', $c{email}, '--password', $c{password},
+        '--first', $c{first}, '--last', $c{last}, '--phone', $c{phone});
+    return \%c;
+}
+
+sub issue_token {
+    my ($email, @opts) = @_;
+    return bankctl('token', 'issue', '--email', $email, @opts);
+}
+
+# Runs SQL on the test database with the driver's own client (test set-up only).
+sub db_exec {
+    my ($sql) = @_;
+    my $runas = $> == 0 ? 'runuser -u nobody -- ' : '';
+    my $out;
+    if ($ENV{BANK_DBDRIVER} eq 'sqlite3') {
+        $out = `${runas}sqlite3 -cmd '.timeout 10000' $ENV{BANK_DBPARAMS} ${\ _q($sql)}`;
+    } else {
+        $out = `psql -X -q -t -A -v ON_ERROR_STOP=1 ${\ _q($ENV{BANK_PSQL_URL})} -c ${\ _q($sql)}`;
+    }
+    die "db_exec failed: $sql" if $?;
+    chomp $out;
+    return $out;
+}
+sub db_value { return db_exec(@_) }
+
+# Error log position, and what was logged after it (for "logged why" checks).
+sub error_log_mark {
+    my $f = Apache::Test::vars('serverroot') . '/logs/error_log';
+    return -s $f || 0;
+}
+
+sub error_log_since {
+    my ($mark) = @_;
+    my $f = Apache::Test::vars('serverroot') . '/logs/error_log';
+    open my $fh, '<', $f or return '';
+    seek $fh, $mark, 0;
+    local $/;
+    return <$fh> // '';
+}
+
+1;
