@@ -34,6 +34,24 @@ static int bank_handler(request_rec *r)
     return DECLINED;
 }
 
+/* mod_bank's endpoints have no file behind them: skip httpd's directory and file walk (a
+ * stat() per path segment) for requests SetHandler maps to one of ours, as mod_proxy does.
+ * <Location> configuration still applies; <Directory> sections never matched these URLs. */
+static int bank_map_to_storage(request_rec *r)
+{
+    core_dir_config *d = ap_get_core_module_config(r->per_dir_config);
+    const char *err = NULL, *h;
+
+    if (!d->expr_handler) {
+        return DECLINED;
+    }
+    h = ap_expr_str_exec(r, d->expr_handler, &err);
+    if (!err && h && !strncmp(h, "bank-", 5)) {
+        return OK;
+    }
+    return DECLINED;
+}
+
 static void bank_optional_fn_retrieve(void)
 {
     bank_db_retrieve_optional();
@@ -75,6 +93,7 @@ static void bank_register_hooks(apr_pool_t *p)
     ap_hook_pre_config(bank_pre_config, NULL, NULL, APR_HOOK_MIDDLE);
     ap_hook_post_config(bank_post_config, NULL, before_dbd, APR_HOOK_MIDDLE);
     ap_hook_child_init(bank_child_init, NULL, NULL, APR_HOOK_MIDDLE);
+    ap_hook_map_to_storage(bank_map_to_storage, NULL, NULL, APR_HOOK_FIRST);
     ap_hook_handler(bank_handler, NULL, NULL, APR_HOOK_MIDDLE);
 }
 
