@@ -32,6 +32,7 @@ typedef struct {
     apr_pool_t *pool;     /* results and error texts */
     apr_dbd_transaction_t *txn;
     int txn_failed;    /* a statement failed inside txn: it can only roll back */
+    int txn_cleanup;   /* the pool cleanup that rolls back a forgotten txn is registered */
     const char *error; /* last driver error text, for the log only */
 } bank_db_t;
 

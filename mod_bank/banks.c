@@ -3,6 +3,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <apr_strings.h>
+#include <apr_hash.h>
 #include <apr_thread_mutex.h>
 #include <http_protocol.h>
 #include <http_request.h>
@@ -12,20 +13,25 @@
 
 APLOG_USE_MODULE(bank);
 
-/* One rendered answer per child process. Readers copy it under the lock, so a refresh can
- * free the previous one at once. */
-static struct {
-    apr_thread_mutex_t *lock;
-    apr_pool_t *parent;
+/* One rendered answer per server (each virtual host may have its own database) in each
+ * child process. Readers copy it under the lock, so a refresh can free the old one at once. */
+typedef struct {
     apr_pool_t *pool; /* holds text and etag; replaced on refresh */
     const char *text;
     const char *etag;
     apr_time_t fetched;
+} cache_entry;
+
+static struct {
+    apr_thread_mutex_t *lock;
+    apr_pool_t *parent;
+    apr_hash_t *by_server; /* server_rec * -> cache_entry * */
 } cache;
 
 void bank_banks_child_init(apr_pool_t *p, server_rec *s)
 {
     cache.parent = p;
+    cache.by_server = apr_hash_make(p);
     if (apr_thread_mutex_create(&cache.lock, APR_THREAD_MUTEX_DEFAULT, p) != APR_SUCCESS) {
         ap_log_error(APLOG_MARK, APLOG_ERR, 0, s,
                      BANKLOGNO(0401) "bank list cache disabled: no mutex");
@@ -89,32 +95,44 @@ static int render(request_rec *r, bank_db_t *db, const char **text, const char *
 static int cache_get(request_rec *r, apr_time_t max_age, const char **text, const char **etag)
 {
     int hit = 0;
+    const cache_entry *e;
+
     if (!cache.lock || apr_thread_mutex_lock(cache.lock) != APR_SUCCESS) {
         return 0;
     }
-    if (cache.text && apr_time_now() - cache.fetched < max_age) {
-        *text = apr_pstrdup(r->pool, cache.text);
-        *etag = apr_pstrdup(r->pool, cache.etag);
+    e = apr_hash_get(cache.by_server, &r->server, sizeof(r->server));
+    if (e && e->text && apr_time_now() - e->fetched < max_age) {
+        *text = apr_pstrdup(r->pool, e->text);
+        *etag = apr_pstrdup(r->pool, e->etag);
         hit = 1;
     }
     apr_thread_mutex_unlock(cache.lock);
     return hit;
 }
 
-static void cache_put(const char *text, const char *etag)
+static void cache_put(request_rec *r, const char *text, const char *etag)
 {
+    cache_entry *e;
     apr_pool_t *p;
+
     if (!cache.lock || apr_thread_mutex_lock(cache.lock) != APR_SUCCESS) {
         return;
     }
+    e = apr_hash_get(cache.by_server, &r->server, sizeof(r->server));
+    if (!e) {
+        /* one entry per server for the child's lifetime: the key is the server_rec pointer */
+        e = apr_pcalloc(cache.parent, sizeof(*e));
+        apr_hash_set(cache.by_server, apr_pmemdup(cache.parent, &r->server, sizeof(r->server)),
+                     sizeof(r->server), e);
+    }
     if (apr_pool_create(&p, cache.parent) == APR_SUCCESS) {
-        if (cache.pool) {
-            apr_pool_destroy(cache.pool);
+        if (e->pool) {
+            apr_pool_destroy(e->pool);
         }
-        cache.pool = p;
-        cache.text = apr_pstrdup(p, text);
-        cache.etag = apr_pstrdup(p, etag);
-        cache.fetched = apr_time_now();
+        e->pool = p;
+        e->text = apr_pstrdup(p, text);
+        e->etag = apr_pstrdup(p, etag);
+        e->fetched = apr_time_now();
     }
     apr_thread_mutex_unlock(cache.lock);
 }
@@ -142,16 +160,20 @@ int bank_banks_handler(request_rec *r)
             return rc;
         }
         if (max_age > 0) {
-            cache_put(text, etag);
+            cache_put(r, text, etag);
         }
     }
     apr_table_setn(r->headers_out, "ETag", etag);
     apr_table_setn(r->headers_out, "Cache-Control",
                    apr_psprintf(r->pool, "private, max-age=%" APR_INT64_T_FMT, max_age));
     apr_table_mergen(r->headers_out, "Vary", "Authorization");
-    if (ap_meets_conditions(r) == HTTP_NOT_MODIFIED) {
+    rc = ap_meets_conditions(r);
+    if (rc == HTTP_NOT_MODIFIED) {
         r->status = HTTP_NOT_MODIFIED;
         return OK;
+    }
+    if (rc != OK) {
+        return rc; /* 412 for a failed If-Match: httpd's own answer */
     }
     return bank_send_text(r, HTTP_OK, text, strlen(text));
 }

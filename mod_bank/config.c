@@ -202,7 +202,7 @@ static const char *set_token_lifetime(cmd_parms *cmd, void *cfg, const char *arg
 
 static const char *set_max_body(cmd_parms *cmd, void *cfg, const char *arg)
 {
-    return parse_int(cmd, arg, 2, 1073741824, &((bank_dir_conf *)cfg)->max_body);
+    return parse_int(cmd, arg, 2, 16777216, &((bank_dir_conf *)cfg)->max_body);
 }
 
 static const char *set_banks_max_age(cmd_parms *cmd, void *cfg, const char *arg)

@@ -84,7 +84,7 @@ int bank_db_post_config(apr_pool_t *pconf, apr_pool_t *plog, apr_pool_t *ptemp, 
             continue; /* no database here: the handlers answer 503 */
         }
         driver = apr_pstrdup(pconf, driver);
-        if (driver[0] == '"') {
+        if (driver[0] == '"' && strlen(driver) >= 2) {
             driver = apr_pstrndup(pconf, driver + 1, strlen(driver) - 2);
         }
         for (st = bank_statements; st->label; st++) {

@@ -3,6 +3,7 @@
 #include <string.h>
 #include <apr_strings.h>
 #include <apr_lib.h>
+#include <http_core.h>
 #include <http_protocol.h>
 #include <http_request.h>
 #include <util_filter.h>
@@ -168,11 +169,15 @@ static int is_json_media_type(const char *ct)
     return len > 17 && !strncasecmp(ct, "application/", 12) && !strncasecmp(end - 5, "+json", 5);
 }
 
-/* Reads the whole body, refusing it as soon as it passes the limit (chunked bodies too). */
-static int read_body(request_rec *r, apr_int64_t limit, char **out, apr_size_t *out_len)
+/* Reads the whole body, refusing it as soon as it passes the limit (chunked bodies too).
+ * expected is the Content-Length (already checked against the limit) or -1. */
+static int read_body(request_rec *r, apr_int64_t limit, apr_int64_t expected, char **out,
+                     apr_size_t *out_len)
 {
     apr_bucket_brigade *bb = apr_brigade_create(r->pool, r->connection->bucket_alloc);
-    apr_size_t cap = 1024, len = 0;
+    /* Sized once when the length is known; doubled otherwise (the pool frees nothing until
+     * the request ends, so growth costs at most twice the limit). */
+    apr_size_t cap = expected >= 0 ? (apr_size_t)expected + 1 : 1024, len = 0;
     char *buf = apr_palloc(r->pool, cap);
     int seen_eos = 0;
 
@@ -181,8 +186,9 @@ static int read_body(request_rec *r, apr_int64_t limit, char **out, apr_size_t *
         apr_status_t rv =
             ap_get_brigade(r->input_filters, bb, AP_MODE_READBYTES, APR_BLOCK_READ, 8192);
         if (rv == AP_FILTER_ERROR) {
-            /* httpd's own LimitRequestBody (or another input filter) refused the body. */
-            return bank_error(r, BANK_E_PAYLOAD_TOO_LARGE, NULL, NULL);
+            /* An input filter (httpd's LimitRequestBody, a bad chunk) has already answered:
+             * a second answer from us would follow it on the wire. */
+            return AP_FILTER_ERROR;
         }
         if (rv != APR_SUCCESS) {
             ap_log_rerror(APLOG_MARK, APLOG_INFO, rv, r, BANKLOGNO(0101) "reading the body");
@@ -228,8 +234,10 @@ static int read_body(request_rec *r, apr_int64_t limit, char **out, apr_size_t *
 int bank_read_json(request_rec *r, json_object **out, const char **raw, apr_size_t *raw_len)
 {
     apr_int64_t limit = bank_conf_max_body(bank_conf(r));
+    apr_off_t httpd_limit = ap_get_limit_req_body(r);
     const char *cl = apr_table_get(r->headers_in, "Content-Length");
     const char *why = NULL;
+    apr_int64_t expected = -1;
     char *buf = NULL;
     apr_size_t len = 0;
     int rc;
@@ -237,11 +245,15 @@ int bank_read_json(request_rec *r, json_object **out, const char **raw, apr_size
     if (!is_json_media_type(apr_table_get(r->headers_in, "Content-Type"))) {
         return bank_error(r, BANK_E_UNSUPPORTED_MEDIA_TYPE, NULL, NULL);
     }
-    /* Content-Length first: refuse before reading a byte. */
-    if (cl && apr_strtoi64(cl, NULL, 10) > limit) {
-        return bank_error(r, BANK_E_PAYLOAD_TOO_LARGE, NULL, NULL);
+    /* Content-Length first: refuse before reading a byte, in our shape, whichever of
+     * BankMaxBody and httpd's LimitRequestBody is smaller (httpd validated the header). */
+    if (cl) {
+        expected = apr_strtoi64(cl, NULL, 10);
+        if (expected > limit || (httpd_limit > 0 && expected > httpd_limit)) {
+            return bank_error(r, BANK_E_PAYLOAD_TOO_LARGE, NULL, NULL);
+        }
     }
-    if ((rc = read_body(r, limit, &buf, &len)) != OK) {
+    if ((rc = read_body(r, limit, expected, &buf, &len)) != OK) {
         return rc;
     }
     if (raw) {

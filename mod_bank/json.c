@@ -1,4 +1,6 @@
 /* JSON parsing and ownership over json-c, for request bodies and answers. */
+#include <math.h>
+#include <string.h>
 #include <apr_strings.h>
 #include "bank_json.h"
 
@@ -12,6 +14,98 @@ static apr_status_t free_tokener(void *tok)
 {
     json_tokener_free(tok);
     return APR_SUCCESS;
+}
+
+/* RFC 3629 UTF-8 (no overlong forms, no surrogates, nothing above U+10FFFF), no control
+ * bytes inside strings, only JSON's white space between tokens, and no single-quoted
+ * strings: json-c's strict mode lets each of these through. */
+static int text_ok(const unsigned char *s, apr_size_t len)
+{
+    apr_size_t i = 0;
+    int in_string = 0, escaped = 0;
+
+    while (i < len) {
+        unsigned char c = s[i];
+        apr_size_t n, k;
+        unsigned long cp, min;
+
+        if (c < 0x80) {
+            if (in_string) {
+                if (c < 0x20) {
+                    return 0;
+                }
+                if (escaped) {
+                    escaped = 0;
+                } else if (c == '\\') {
+                    escaped = 1;
+                } else if (c == '"') {
+                    in_string = 0;
+                }
+            } else if ((c < 0x20 && c != '\t' && c != '\n' && c != '\r') || c == '\'') {
+                return 0;
+            } else if (c == '"') {
+                in_string = 1;
+            }
+            i++;
+            continue;
+        }
+        if (!in_string) {
+            return 0; /* non-ASCII bytes only inside strings */
+        }
+        if (c >= 0xC2 && c <= 0xDF) {
+            n = 1, cp = c & 0x1F, min = 0x80;
+        } else if (c >= 0xE0 && c <= 0xEF) {
+            n = 2, cp = c & 0x0F, min = 0x800;
+        } else if (c >= 0xF0 && c <= 0xF4) {
+            n = 3, cp = c & 0x07, min = 0x10000;
+        } else {
+            return 0;
+        }
+        if (len - i <= n) {
+            return 0;
+        }
+        for (k = 1; k <= n; k++) {
+            if ((s[i + k] & 0xC0) != 0x80) {
+                return 0;
+            }
+            cp = (cp << 6) | (s[i + k] & 0x3F);
+        }
+        if (cp < min || cp > 0x10FFFF || (cp >= 0xD800 && cp <= 0xDFFF)) {
+            return 0;
+        }
+        i += n + 1;
+    }
+    return 1;
+}
+
+/* NaN, Infinity and numbers beyond a double's range parse in json-c, but are not JSON. */
+static int numbers_finite(json_object *o)
+{
+    switch (json_object_get_type(o)) {
+    case json_type_double:
+        return isfinite(json_object_get_double(o));
+    case json_type_object: {
+        json_object_object_foreach(o, key, val)
+        {
+            (void)key;
+            if (!numbers_finite(val)) {
+                return 0;
+            }
+        }
+        return 1;
+    }
+    case json_type_array: {
+        size_t i, n = json_object_array_length(o);
+        for (i = 0; i < n; i++) {
+            if (!numbers_finite(json_object_array_get_idx(o, i))) {
+                return 0;
+            }
+        }
+        return 1;
+    }
+    default:
+        return 1;
+    }
 }
 
 json_object *bank_json_own(apr_pool_t *p, json_object *o)
@@ -29,6 +123,16 @@ json_object *bank_json_parse_object(apr_pool_t *p, const char *buf, apr_size_t l
     json_object *o;
     enum json_tokener_error err;
     apr_size_t off;
+
+    if (!text_ok((const unsigned char *)buf, len)) {
+        *why = "The request body is not valid UTF-8 JSON text.";
+        return NULL;
+    }
+    /* An escaped NUL would cut a key or a value short in C: refuse it outright. */
+    if (len >= 6 && memmem(buf, len, "\\u0000", 6)) {
+        *why = "The request body must not contain NUL characters.";
+        return NULL;
+    }
 
     /* json-c counts the top level as depth 1; one more lets 16 nested levels through. */
     tok = json_tokener_new_ex(BANK_JSON_MAX_DEPTH + 1);
@@ -56,6 +160,10 @@ json_object *bank_json_parse_object(apr_pool_t *p, const char *buf, apr_size_t l
     }
     if (!json_object_is_type(o, json_type_object)) {
         *why = "The request body must be a JSON object.";
+        return NULL;
+    }
+    if (!numbers_finite(o)) {
+        *why = "The request body holds a number JSON cannot represent.";
         return NULL;
     }
     return o;

@@ -24,7 +24,10 @@
 #define SCRYPT_MAX_N (1UL << 20)
 #define SCRYPT_MAX_R 32
 #define SCRYPT_MAX_P 16
-#define SCRYPT_MAX_MEM (64UL * 1024 * 1024)
+#define SCRYPT_MAX_MEM (32UL * 1024 * 1024) /* AdonisJS's own maxmem default */
+/* Work per verification at most 4x the default (n*r*p = 131072): a stored hash must not
+ * let one sign-in hold a worker for seconds. */
+#define SCRYPT_MAX_WORK (4UL * 16384 * 8)
 #define SCRYPT_MIN_SALT 8
 #define SCRYPT_MAX_SALT 1024
 #define SCRYPT_MIN_KEY 64
@@ -32,7 +35,7 @@
 
 /* htpasswd's ceiling; beyond it one verification takes tens of seconds. */
 #define BCRYPT_MIN_COST 4
-#define BCRYPT_MAX_COST 17
+#define BCRYPT_MAX_COST 14 /* about 1 s here; AdonisJS's default is 10 */
 #define BCRYPT_SALT_LEN 16
 #define BCRYPT_HASH_LEN 23
 
@@ -146,7 +149,7 @@ static int scrypt_params_ok(const scrypt_params *sp)
     if (sp->r < 1 || sp->r > SCRYPT_MAX_R || sp->p < 1 || sp->p > SCRYPT_MAX_P) {
         return 0;
     }
-    if (scrypt_mem(sp) > SCRYPT_MAX_MEM) {
+    if (scrypt_mem(sp) > SCRYPT_MAX_MEM || (unsigned long)sp->n * sp->r * sp->p > SCRYPT_MAX_WORK) {
         return 0;
     }
     return sp->saltlen >= SCRYPT_MIN_SALT && sp->saltlen <= SCRYPT_MAX_SALT &&

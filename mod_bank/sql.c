@@ -165,6 +165,18 @@ bank_db_rc bank_db_exec(bank_db_t *db, const char *label, int *affected, int nar
     return rv == 0 ? BANK_DB_OK : classify(db, rv);
 }
 
+/* A transaction still open when its pool goes away (an early return between begin and
+ * end) is rolled back, so the pooled connection never goes back to mod_dbd inside one.
+ * Registered after mod_dbd's release cleanup, so it runs before it. */
+static apr_status_t rollback_open_txn(void *data)
+{
+    bank_db_t *db = data;
+    if (db->txn) {
+        bank_db_end(db, 0);
+    }
+    return APR_SUCCESS;
+}
+
 bank_db_rc bank_db_begin(bank_db_t *db)
 {
     int rv;
@@ -172,6 +184,10 @@ bank_db_rc bank_db_begin(bank_db_t *db)
     db->txn = NULL; /* the driver allocates it; a stale pointer would be reused */
     db->txn_failed = 0;
     rv = apr_dbd_transaction_start(db->driver, db->pool, db->handle, &db->txn);
+    if (db->txn && !db->txn_cleanup) {
+        apr_pool_cleanup_register(db->pool, db, rollback_open_txn, apr_pool_cleanup_null);
+        db->txn_cleanup = 1;
+    }
     return rv == 0 ? BANK_DB_OK : classify(db, rv);
 }
 

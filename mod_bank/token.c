@@ -13,8 +13,10 @@
 static const char seed_alphabet[] =
     "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_";
 
-/* Ids are database keys: 1..19 decimal digits always fit a signed 64-bit integer. */
+/* Ids are database keys (bigint): canonical decimal, 1..9223372036854775807. One spelling
+ * per token (no leading zero), and never a value the database would refuse to bind. */
 #define BANK_TOKEN_ID_MAX_DIGITS 19
+#define BANK_TOKEN_ID_MAX "9223372036854775807"
 
 int bank_token_secret_new(apr_pool_t *p, const char **secret, const char **hash_hex)
 {
@@ -54,7 +56,11 @@ static int is_token_id(const char *s, apr_size_t len)
             return 0;
         }
     }
-    return 1;
+    if (s[0] == '0') {
+        return 0;
+    }
+    /* same length: decimal strings compare like their values */
+    return len < BANK_TOKEN_ID_MAX_DIGITS || strncmp(s, BANK_TOKEN_ID_MAX, len) <= 0;
 }
 
 int bank_token_decode(apr_pool_t *p, const char *plain, const char **id, const char **secret)

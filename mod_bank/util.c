@@ -8,6 +8,7 @@
 #include <openssl/crypto.h>
 #include <openssl/evp.h>
 #include <openssl/rand.h>
+#include <openssl/sha.h>
 
 #include "bank_util.h"
 
@@ -157,17 +158,16 @@ unsigned long bank_crc32(const void *data, apr_size_t len)
 
 int bank_secure_streq(const char *a, const char *b)
 {
-    apr_size_t la, lb;
+    unsigned char da[SHA256_DIGEST_LENGTH], db[SHA256_DIGEST_LENGTH];
 
     if (!a || !b) {
         return 0;
     }
-    la = strlen(a);
-    lb = strlen(b);
-    if (la != lb) {
-        return 0;
-    }
-    return CRYPTO_memcmp(a, b, la) == 0;
+    /* Compare fixed-size digests: the time depends on neither the content nor the length
+     * of the secret (client keys and webhook secrets have no fixed length). */
+    SHA256((const unsigned char *)a, strlen(a), da);
+    SHA256((const unsigned char *)b, strlen(b), db);
+    return CRYPTO_memcmp(da, db, sizeof(da)) == 0;
 }
 
 int bank_random_bytes(unsigned char *buf, apr_size_t len)

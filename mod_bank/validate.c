@@ -95,7 +95,7 @@ int bank_email_plausible(const char *s)
     }
     /* domain: labels separated by dots, at least one dot, no empty label, TLD of 2+ letters */
     dot = strrchr(at + 1, '.');
-    if (!dot || dot == at + 1 || strlen(dot + 1) < 2 || at[1] == '-' || strstr(at + 1, ".-") ||
+    if (!dot || at[1] == '.' || strlen(dot + 1) < 2 || at[1] == '-' || strstr(at + 1, ".-") ||
         strstr(at + 1, "-.")) {
         return 0;
     }

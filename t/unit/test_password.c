@@ -268,8 +268,34 @@ static void test_hash_and_dummy(apr_pool_t *p)
     CHECK(verify(p, "demo-password", dummy) == BANK_PW_MISMATCH);
 }
 
+/* A stored hash must not buy seconds of work per sign-in: costs past the caps are refused
+ * as malformed before any hashing. */
+static void test_cost_caps(apr_pool_t *p)
+{
+    const char *salt = "AAAAAAAAAAAAAAAAAAAAAA";
+    /* 64 zero bytes, standard base64 without padding */
+    const char *key = "AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA"
+                      "AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA";
+    CHECK(
+        verify(p, "x", apr_pstrcat(p, "$scrypt$n=32768,r=8,p=16$", salt, "$", key, (char *)NULL)) ==
+        BANK_PW_MALFORMED);
+    CHECK(verify(p, "x",
+                 apr_pstrcat(p, "$scrypt$n=16384,r=16,p=16$", salt, "$", key, (char *)NULL)) ==
+          BANK_PW_MALFORMED);
+    CHECK(
+        verify(p, "x", apr_pstrcat(p, "$scrypt$n=65536,r=8,p=1$", salt, "$", key, (char *)NULL)) ==
+        BANK_PW_MALFORMED);
+    /* 4x the default work is still accepted (a mismatch, not malformed) */
+    CHECK(
+        verify(p, "x", apr_pstrcat(p, "$scrypt$n=16384,r=8,p=4$", salt, "$", key, (char *)NULL)) ==
+        BANK_PW_MISMATCH);
+    CHECK(verify(p, "x", "$2b$15$abcdefghijklmnopqrstuuHIrMEWpUCQe2YqFR3sXwQ75u4od..9q") ==
+          BANK_PW_MALFORMED);
+}
+
 static void run_tests(apr_pool_t *p)
 {
+    test_cost_caps(p);
     test_scrypt(p);
     test_scrypt_malformed(p);
     test_bcrypt(p);

@@ -114,6 +114,13 @@ static void test_decode_rejects(apr_pool_t *p)
     CHECK(!decodes(p, "oat_LTE.Wng5LV9hQmNEZUZn"));
     CHECK(!decodes(p, "oat_MTIzNDU2Nzg5MDEyMzQ1Njc4OTA.Wng5LV9hQmNEZUZn"));
     CHECK(decodes(p, "oat_MTIzNDU2Nzg5MDEyMzQ1Njc4OQ.Wng5LV9hQmNEZUZn"));
+    /* one spelling per id, and only ids a signed 64-bit column holds (printf %s ID | basenc
+     * --base64url): 0, 01, 2^63 and 9999999999999999999 refused; 2^63-1 accepted */
+    CHECK(!decodes(p, "oat_MA.Wng5LV9hQmNEZUZn"));
+    CHECK(!decodes(p, "oat_MDE.Wng5LV9hQmNEZUZn"));
+    CHECK(decodes(p, "oat_OTIyMzM3MjAzNjg1NDc3NTgwNw.Wng5LV9hQmNEZUZn"));
+    CHECK(!decodes(p, "oat_OTIyMzM3MjAzNjg1NDc3NTgwOA.Wng5LV9hQmNEZUZn"));
+    CHECK(!decodes(p, "oat_OTk5OTk5OTk5OTk5OTk5OTk5OQ.Wng5LV9hQmNEZUZn"));
     /* A NUL byte inside the secret (printf 'a\0b' | basenc --base64url -> YQBi). */
     CHECK(!decodes(p, "oat_MQ.YQBi"));
 }

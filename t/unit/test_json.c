@@ -1,0 +1,90 @@
+/* Request-body parsing: what is JSON text, what is an object, and what we refuse although
+ * json-c would take it. */
+#include <string.h>
+#include "unit.h"
+#include "bank_json.h"
+
+static int parses(apr_pool_t *p, const char *text, apr_size_t len)
+{
+    const char *why = NULL;
+    json_object *o = bank_json_parse_object(p, text, len, &why);
+    return o != NULL && why == NULL;
+}
+#define OK_JSON(p, s) parses(p, s, sizeof(s) - 1)
+
+static char *nested(apr_pool_t *p, int depth)
+{
+    char *s = apr_palloc(p, (apr_size_t)depth * 6 + 8), *c = s;
+    int i;
+    for (i = 0; i < depth; i++) {
+        memcpy(c, "{\"a\":", 5);
+        c += 5;
+    }
+    *c++ = '1';
+    for (i = 0; i < depth; i++) {
+        *c++ = '}';
+    }
+    *c = '\0';
+    return s;
+}
+
+static void run_tests(apr_pool_t *p)
+{
+    const char *why = NULL;
+    json_object *o;
+    char *n16 = nested(p, 16), *n17 = nested(p, 17);
+
+    CHECK(OK_JSON(p, "{}"));
+    CHECK(OK_JSON(p, " {\"a\": [1, 2.5, \"x\", null, true]} \r\n"));
+    CHECK(OK_JSON(p, "{\"name\":\"Ad\xc3\xa1 \xe2\x82\xac \xf0\x9f\x98\x80\"}"));
+    CHECK(parses(p, n16, strlen(n16)));  /* 16 levels are allowed */
+    CHECK(!parses(p, n17, strlen(n17))); /* 17 are not */
+
+    /* not JSON, or not an object */
+    CHECK(!OK_JSON(p, ""));
+    CHECK(!OK_JSON(p, "garbage"));
+    CHECK(!OK_JSON(p, "[1,2]"));
+    CHECK(!OK_JSON(p, "\"text\""));
+    CHECK(!OK_JSON(p, "{\"a\":1} trailing"));
+    CHECK(!OK_JSON(p, "{\"a\":1}{\"b\":2}"));
+    CHECK(!OK_JSON(p, "{'a':1}"));
+    CHECK(!OK_JSON(p, "{\"a\":1,}"));
+    CHECK(!OK_JSON(p, "{\"a\":"));
+
+    /* invalid UTF-8: stray continuation, overlong, surrogate, beyond U+10FFFF, truncated */
+    CHECK(!OK_JSON(p, "{\"a\":\"\x80\"}"));
+    CHECK(!OK_JSON(p, "{\"a\":\"\xc0\xaf\"}"));
+    CHECK(!OK_JSON(p, "{\"a\":\"\xe0\x80\xaf\"}"));
+    CHECK(!OK_JSON(p, "{\"a\":\"\xed\xa0\x80\"}"));
+    CHECK(!OK_JSON(p, "{\"a\":\"\xf4\x90\x80\x80\"}"));
+    CHECK(!OK_JSON(p, "{\"a\":\"\xff\"}"));
+    CHECK(!OK_JSON(p, "{\"a\":\"\xe2\x82\"}"));
+
+    /* control bytes inside strings, NULs raw or escaped */
+    CHECK(!OK_JSON(p, "{\"a\":\"x\x01y\"}"));
+    CHECK(!OK_JSON(p, "{\"a\":\"x\ty\"}"));
+    CHECK(!parses(p, "{\"a\":\"x\0y\"}", 11));
+    CHECK(!OK_JSON(p, "{\"a\\u0000b\":1}"));
+    CHECK(!OK_JSON(p, "{\"a\":\"\\u0000\"}"));
+    CHECK(OK_JSON(p, "{\"a\":\"tab\\tnew\\nline\"}"));
+
+    /* numbers JSON cannot carry */
+    CHECK(!OK_JSON(p, "{\"a\":NaN}"));
+    CHECK(!OK_JSON(p, "{\"a\":Infinity}"));
+    CHECK(!OK_JSON(p, "{\"a\":-Infinity}"));
+    CHECK(!OK_JSON(p, "{\"a\":[1e400]}"));
+    CHECK(OK_JSON(p, "{\"a\":1e300}"));
+
+    /* the reason is a sentence for the client */
+    o = bank_json_parse_object(p, "[]", 2, &why);
+    CHECK(o == NULL && why && strstr(why, "object"));
+    why = NULL;
+    o = bank_json_parse_object(p, n17, strlen(n17), &why);
+    CHECK(o == NULL && why && strstr(why, "nested"));
+
+    /* rendering: compact, slashes not escaped, null for NULL strings */
+    o = bank_json_own(p, json_object_new_object());
+    json_object_object_add(o, "url", json_object_new_string("a/b"));
+    json_object_object_add(o, "none", bank_json_str(NULL));
+    CHECK_STR(bank_json_text(p, o), "{\"url\":\"a/b\",\"none\":null}");
+}
