@@ -23,6 +23,9 @@ char *bank_sha256_hex(apr_pool_t *p, const void *data, apr_size_t len);
 unsigned long bank_crc32(const void *data, apr_size_t len);
 /* Constant-time equality of two NUL-terminated strings (length leaks, content does not). */
 int bank_secure_streq(const char *a, const char *b);
+/* 1 if given equals one of secrets[0..n) (rotation lists: BankWebhookSecret), in time that
+ * depends on neither the secrets nor which one matched. given may be NULL (no match). */
+int bank_secret_in(const char *given, const char *const *secrets, int n);
 
 /* Cryptographically strong random bytes (OpenSSL RAND_bytes). 0 on success, -1 on failure. */
 int bank_random_bytes(unsigned char *buf, apr_size_t len);

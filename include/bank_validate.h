@@ -23,6 +23,10 @@ void bank_errors_add(apr_array_header_t *errs, const char *field, const char *ru
  * after adding the failed rule (required, string, minLength or maxLength). */
 const char *bank_v_string(apr_array_header_t *errs, json_object *body, const char *field,
                           apr_size_t min, apr_size_t max);
+/* The same for member key of a nested object obj, reported under the dotted path field
+ * ("data.currency"). */
+const char *bank_v_string_at(apr_array_header_t *errs, json_object *obj, const char *key,
+                             const char *field, apr_size_t min, apr_size_t max);
 
 /* 1 if s looks like an e-mail address (local@domain.tld, no spaces or control bytes). */
 int bank_email_plausible(const char *s);

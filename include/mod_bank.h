@@ -103,6 +103,11 @@ int bank_send_text(request_rec *r, int status, const char *text, apr_size_t len)
  * Returns OK and the object, or the status of the error answer already written. The raw
  * body is returned through raw/raw_len when those are not NULL (webhook signatures). */
 int bank_read_json(request_rec *r, json_object **out, const char **raw, apr_size_t *raw_len);
+/* bank_read_json in two steps, for a handler that must look at the raw bytes before parsing
+ * them (the webhook checks their signature first): media type, size limit and the read; then
+ * the parse (400 E_INVALID_JSON). raw is NUL-terminated after raw_len bytes. */
+int bank_read_body(request_rec *r, const char **raw, apr_size_t *raw_len);
+int bank_parse_json(request_rec *r, const char *raw, apr_size_t raw_len, json_object **out);
 /* Method gate: OK if r->method_number is in allowed (an AP_METHOD_BIT mask), else writes
  * 405 with Allow and returns its status. */
 int bank_allow_methods(request_rec *r, apr_int64_t mask, const char *allow);

@@ -231,15 +231,13 @@ static int read_body(request_rec *r, apr_int64_t limit, apr_int64_t expected, ch
     return OK;
 }
 
-int bank_read_json(request_rec *r, json_object **out, const char **raw, apr_size_t *raw_len)
+int bank_read_body(request_rec *r, const char **raw, apr_size_t *raw_len)
 {
     apr_int64_t limit = bank_conf_max_body(bank_conf(r));
     apr_off_t httpd_limit = ap_get_limit_req_body(r);
     const char *cl = apr_table_get(r->headers_in, "Content-Length");
-    const char *why = NULL;
     apr_int64_t expected = -1;
     char *buf = NULL;
-    apr_size_t len = 0;
     int rc;
 
     if (!is_json_media_type(apr_table_get(r->headers_in, "Content-Type"))) {
@@ -253,16 +251,36 @@ int bank_read_json(request_rec *r, json_object **out, const char **raw, apr_size
             return bank_error(r, BANK_E_PAYLOAD_TOO_LARGE, NULL, NULL);
         }
     }
-    if ((rc = read_body(r, limit, expected, &buf, &len)) != OK) {
+    if ((rc = read_body(r, limit, expected, &buf, raw_len)) != OK) {
+        return rc;
+    }
+    *raw = buf;
+    return OK;
+}
+
+int bank_parse_json(request_rec *r, const char *raw, apr_size_t raw_len, json_object **out)
+{
+    const char *why = NULL;
+
+    *out = bank_json_parse_object(r->pool, raw, raw_len, &why);
+    if (!*out) {
+        return bank_error(r, BANK_E_INVALID_JSON, why, NULL);
+    }
+    return OK;
+}
+
+int bank_read_json(request_rec *r, json_object **out, const char **raw, apr_size_t *raw_len)
+{
+    const char *buf = NULL;
+    apr_size_t len = 0;
+    int rc;
+
+    if ((rc = bank_read_body(r, &buf, &len)) != OK) {
         return rc;
     }
     if (raw) {
         *raw = buf;
         *raw_len = len;
     }
-    *out = bank_json_parse_object(r->pool, buf, len, &why);
-    if (!*out) {
-        return bank_error(r, BANK_E_INVALID_JSON, why, NULL);
-    }
-    return OK;
+    return bank_parse_json(r, buf, len, out);
 }

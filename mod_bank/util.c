@@ -170,6 +170,17 @@ int bank_secure_streq(const char *a, const char *b)
     return CRYPTO_memcmp(da, db, sizeof(da)) == 0;
 }
 
+int bank_secret_in(const char *given, const char *const *secrets, int n)
+{
+    int i, found = 0;
+
+    /* Every secret is compared, no early exit: the time does not tell which one matched. */
+    for (i = 0; i < n; i++) {
+        found |= bank_secure_streq(given, secrets[i]);
+    }
+    return found;
+}
+
 int bank_random_bytes(unsigned char *buf, apr_size_t len)
 {
     if (len > INT_MAX) {

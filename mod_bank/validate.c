@@ -34,12 +34,18 @@ static apr_size_t utf8_length(const char *s)
 const char *bank_v_string(apr_array_header_t *errs, json_object *body, const char *field,
                           apr_size_t min, apr_size_t max)
 {
+    return bank_v_string_at(errs, body, field, field, min, max);
+}
+
+const char *bank_v_string_at(apr_array_header_t *errs, json_object *obj, const char *key,
+                             const char *field, apr_size_t min, apr_size_t max)
+{
     apr_pool_t *p = errs->pool;
     json_object *v = NULL;
     const char *s;
     apr_size_t n;
 
-    if (!json_object_object_get_ex(body, field, &v) || v == NULL) {
+    if (!json_object_object_get_ex(obj, key, &v) || v == NULL) {
         bank_errors_add(errs, field, "required",
                         apr_psprintf(p, "The %s field must be defined", field));
         return NULL;
