@@ -1,0 +1,209 @@
+/* Unit tests for payment notices: payload validation (interface 2.6), the HMAC signature
+ * check, and the constant-time secret list. */
+#include "unit.h"
+
+#include <apr_lib.h>
+#include <apr_strings.h>
+
+#include "bank_json.h"
+#include "bank_notice.h"
+#include "bank_util.h"
+#include "bank_validate.h"
+
+/* RFC 4231 test case 2 (also: printf %s "$DATA" | openssl dgst -sha512 -hmac Jefe). */
+#define KEY "Jefe"
+#define DATA "what do ya want for nothing?"
+#define SHA256 "5bdcc146bf60754e6a042426089575c75a003f089d2739839dec58b964ec3843"
+#define SHA512                                                                                     \
+    "164b7a7bfcf819e2e395fbe73b56e0a387bd64222e831fd610270cd7ea2505549758bf75c05a994a6d034f65f8f0" \
+    "e6fdcaeab1a34d4a6b4b636e070a38bce737"
+
+#define DATA_FIELDS                                                                                \
+    "\"currency\":\"NGN\",\"narration\":\"Rent\",\"receiverAccountName\":\"ADA OBI\","             \
+    "\"receiverAccountNumber\":\"0123456789\",\"receiverBankCode\":\"999\","                       \
+    "\"sessionId\":\"S1\",\"statusCode\":\"T100\",\"statusMessage\":\"Transaction successful\","   \
+    "\"transactionReference\":\"TRF-1\",\"walletId\":\"W1\""
+#define NOTICE(envelope, amount, charges, extra)                                                   \
+    "{" envelope "\"data\":{\"amount\":" amount ",\"charges\":" charges "," DATA_FIELDS extra "}}"
+#define PAYMENTS "\"service\":\"payments\",\"type\":\"fund_transfer\","
+
+static int sig(int bits, const char *given)
+{
+    return bank_notice_signature_ok(bits, KEY, DATA, strlen(DATA), given);
+}
+
+static void test_signature(apr_pool_t *p)
+{
+    char *upper = apr_pstrdup(p, SHA512), *c;
+
+    for (c = upper; *c; c++) {
+        *c = (char)apr_toupper(*c);
+    }
+    CHECK(sig(256, SHA256));
+    CHECK(sig(512, SHA512));
+    CHECK(sig(512, upper));
+    CHECK(!sig(256, SHA512));
+    CHECK(!sig(512, SHA256));
+    CHECK(!sig(512, NULL));
+    CHECK(!sig(512, ""));
+    CHECK(!sig(512, apr_pstrndup(p, SHA512, 127)));      /* short */
+    CHECK(!sig(512, apr_pstrcat(p, SHA512, "0", NULL))); /* long */
+    /* same length, one character not hex, or one digit changed */
+    CHECK(!sig(256, "zbdcc146bf60754e6a042426089575c75a003f089d2739839dec58b964ec3843"));
+    CHECK(!sig(256, "5bdcc146bf60754e6a042426089575c75a003f089d2739839dec58b964ec3844"));
+    CHECK(!sig(256, " bdcc146bf60754e6a042426089575c75a003f089d2739839dec58b964ec3843"));
+    CHECK(!sig(384, SHA256));
+    CHECK(!bank_notice_signature_ok(256, "Jeff", DATA, strlen(DATA), SHA256));
+    CHECK(!bank_notice_signature_ok(256, KEY, DATA, strlen(DATA) - 1, SHA256));
+}
+
+static void test_secret_in(void)
+{
+    static const char *const two[] = {"old-secret-1", "new-secret-22"};
+
+    CHECK(bank_secret_in("old-secret-1", two, 2));
+    CHECK(bank_secret_in("new-secret-22", two, 2));
+    CHECK(!bank_secret_in("new-secret-2", two, 2));
+    CHECK(!bank_secret_in("old-secret-1 ", two, 2));
+    CHECK(!bank_secret_in("", two, 2));
+    CHECK(!bank_secret_in(NULL, two, 2));
+    CHECK(!bank_secret_in("old-secret-1", two, 0));
+}
+
+/* Parses and validates text; returns the notice or NULL, the error fields joined by ','. */
+static bank_notice_t *parse(apr_pool_t *p, const char *text, const char **fields)
+{
+    const char *why = NULL;
+    json_object *o = bank_json_parse_object(p, text, strlen(text), &why);
+    apr_array_header_t *errs = bank_errors_new(p);
+    bank_notice_t *n;
+    int i;
+
+    *fields = "";
+    if (!o) {
+        *fields = "(not JSON)";
+        return NULL;
+    }
+    n = bank_notice_read(p, o, errs);
+    for (i = 0; i < errs->nelts; i++) {
+        const bank_field_error_t *e = &APR_ARRAY_IDX(errs, i, bank_field_error_t);
+        *fields = apr_pstrcat(p, *fields, i ? "," : "", e->field, ":", e->rule, NULL);
+    }
+    return n;
+}
+
+static void test_valid(apr_pool_t *p)
+{
+    const char *f;
+    bank_notice_t *n = parse(p, NOTICE(PAYMENTS, "5000", "12.50", ""), &f);
+
+    CHECK_STR(f, "");
+    CHECK(n != NULL);
+    if (!n) {
+        return;
+    }
+    CHECK_STR(n->status, "received");
+    CHECK_STR(n->amount, "5000");
+    CHECK_STR(n->charges, "12.50"); /* as sent */
+    CHECK_STR(n->currency, "NGN");
+    CHECK_STR(n->narration, "Rent");
+    CHECK_STR(n->receiver_account_name, "ADA OBI");
+    CHECK_STR(n->receiver_account_number, "0123456789");
+    CHECK_STR(n->receiver_bank_code, "999");
+    CHECK_STR(n->session_id, "S1");
+    CHECK_STR(n->status_code, "T100");
+    CHECK_STR(n->status_message, "Transaction successful");
+    CHECK_STR(n->transaction_reference, "TRF-1");
+    CHECK_STR(n->wallet_id, "W1");
+    CHECK(n->client_ref == NULL && n->customer_reference == NULL);
+
+    /* integer charges, the largest amount, references of any JSON type, unknown fields */
+    n = parse(p,
+              NOTICE(PAYMENTS, "9007199254740991", "0",
+                     ",\"clientRef\":{\"a\":[1,\"x\"]},\"customerReference\":\"CR-1\",\"extra\":1"),
+              &f);
+    CHECK_STR(f, "");
+    if (n) {
+        CHECK_STR(n->amount, "9007199254740991");
+        CHECK_STR(n->charges, "0");
+        CHECK_STR(n->client_ref, "{\"a\":[1,\"x\"]}");
+        CHECK_STR(n->customer_reference, "\"CR-1\"");
+    }
+    n = parse(p, NOTICE(PAYMENTS, "0", "1E2", ",\"clientRef\":null"), &f);
+    CHECK_STR(f, "");
+    CHECK(n && n->client_ref == NULL && !strcmp(n->charges, "1E2"));
+    /* free text may be empty */
+    n = parse(p, NOTICE(PAYMENTS, "1", "1", ",\"narration\":\"\",\"statusMessage\":\"\""), &f);
+    CHECK_STR(f, "");
+}
+
+static void test_types(apr_pool_t *p)
+{
+    static const char *const cases[][2] = {
+        {NOTICE(PAYMENTS, "5000.0", "1", ""), "data.amount:withoutDecimals"},
+        {NOTICE(PAYMENTS, "\"5000\"", "1", ""), "data.amount:number"},
+        {NOTICE(PAYMENTS, "null", "1", ""), "data.amount:required"},
+        {NOTICE(PAYMENTS, "true", "1", ""), "data.amount:number"},
+        {NOTICE(PAYMENTS, "-1", "1", ""), "data.amount:min"},
+        {NOTICE(PAYMENTS, "9007199254740992", "1", ""), "data.amount:max"},
+        {NOTICE(PAYMENTS, "99999999999999999999999", "1", ""), "data.amount:max"},
+        {NOTICE(PAYMENTS, "1", "\"10.5\"", ""), "data.charges:number"},
+        {NOTICE(PAYMENTS, "1", "[]", ""), "data.charges:number"},
+        {NOTICE(PAYMENTS, "1", "-0.5", ""), "data.charges:min"},
+        {NOTICE(PAYMENTS, "1", "1e400", ""), "data.charges:number"},
+        {NOTICE(PAYMENTS, "1", "1", ",\"currency\":5"), "data.currency:string"},
+        {NOTICE(PAYMENTS, "1", "1", ",\"currency\":\"\""), "data.currency:required"},
+        {NOTICE(PAYMENTS, "1", "1", ",\"walletId\":null"), "data.walletId:required"},
+        {NOTICE(PAYMENTS, "1", "1", ",\"statusCode\":[\"T100\"]"), "data.statusCode:string"},
+        {NOTICE("\"service\":\"payments\",", "1", "1", ""), "type:required"},
+        {NOTICE("\"service\":1,\"type\":\"fund_transfer\",", "1", "1", ""), "service:string"},
+        {"{\"service\":\"payments\",\"type\":\"fund_transfer\"}", "data:required"},
+        {"{\"service\":\"payments\",\"type\":\"fund_transfer\",\"data\":[]}", "data:object"},
+        {"{\"service\":\"payments\",\"type\":\"fund_transfer\",\"data\":\"x\"}", "data:object"},
+        {"{\"service\":\"payments\",\"type\":\"fund_transfer\",\"data\":{\"amount\":1.5}}",
+         "data.amount:withoutDecimals,data.charges:required,data.currency:required,"
+         "data.narration:required,data.receiverAccountName:required,"
+         "data.receiverAccountNumber:required,data.receiverBankCode:required,"
+         "data.sessionId:required,data.statusCode:required,data.statusMessage:required,"
+         "data.transactionReference:required,data.walletId:required"},
+        {"{}", "service:required,type:required,data:required"},
+    };
+    const char *f;
+    int i;
+
+    for (i = 0; i < (int)(sizeof(cases) / sizeof(cases[0])); i++) {
+        bank_notice_t *n = parse(p, cases[i][0], &f);
+        CHECK(n == NULL);
+        CHECK_STR(f, cases[i][1]);
+    }
+}
+
+static void test_ignored(apr_pool_t *p)
+{
+    const char *f;
+    bank_notice_t *n = parse(p,
+                             "{\"service\":\"payments\",\"type\":\"reversal\",\"data\":{"
+                             "\"transactionReference\":\"TRF-2\",\"statusCode\":\"R1\"}}",
+                             &f);
+
+    CHECK_STR(f, "");
+    CHECK(n && !strcmp(n->status, "ignored") && !strcmp(n->type, "reversal"));
+    CHECK(n && n->amount == NULL && n->wallet_id == NULL && n->charges == NULL);
+    n = parse(p, NOTICE("\"service\":\"cards\",\"type\":\"fund_transfer\",", "7", "1", ""), &f);
+    CHECK(n && !strcmp(n->status, "ignored") && !strcmp(n->amount, "7"));
+    /* the key is still required, and present fields still have their types */
+    parse(p, "{\"service\":\"x\",\"type\":\"y\",\"data\":{\"amount\":\"1\"}}", &f);
+    CHECK_STR(f, "data.amount:number,data.statusCode:required,data.transactionReference:required");
+    /* the known pair is case-sensitive */
+    n = parse(p, NOTICE("\"service\":\"Payments\",\"type\":\"fund_transfer\",", "7", "1", ""), &f);
+    CHECK(n && !strcmp(n->status, "ignored"));
+}
+
+static void run_tests(apr_pool_t *p)
+{
+    test_signature(p);
+    test_secret_in();
+    test_valid(p);
+    test_types(p);
+    test_ignored(p);
+}
