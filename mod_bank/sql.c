@@ -70,6 +70,25 @@ const bank_stmt_t bank_statements[] = {
 
     /* webhook.c: payment notices. */
     /* (webhook statements) */
+    {"bank_webhook_account",
+     "SELECT id, customer_id FROM accounts WHERE bank_account_id = %s", NULL},
+    /* Idempotent by the UNIQUE key: a repeat inserts nothing and reports 0 rows, on any
+     * process, even when the copies arrive at the same moment. */
+    {"bank_webhook_insert",
+     "INSERT INTO payment_notices (id, partner, service, type, status, amount, charges,"
+     " currency, narration, receiver_account_name, receiver_account_number,"
+     " receiver_bank_code, session_id, status_code, status_message, transaction_reference,"
+     " wallet_id, client_ref, customer_reference, account_id, customer_id, raw_body,"
+     " received_at) VALUES (%s, %s, %s, %s, %s, %lld, %s, %s, %s, %s, %s, %s, %s, %s, %s,"
+     " %s, %s, %s, %s, %s, %s, %s, %pDz)"
+     " ON CONFLICT (partner, transaction_reference, status_code) DO NOTHING",
+     "INSERT INTO payment_notices (id, partner, service, type, status, amount, charges,"
+     " currency, narration, receiver_account_name, receiver_account_number,"
+     " receiver_bank_code, session_id, status_code, status_message, transaction_reference,"
+     " wallet_id, client_ref, customer_reference, account_id, customer_id, raw_body,"
+     " received_at) VALUES (CAST(%s AS uuid), %s, %s, %s, %s, %lld, %s, %s, %s, %s, %s, %s,"
+     " %s, %s, %s, %s, %s, %s, %s, CAST(%s AS uuid), CAST(%s AS uuid), %s, %pDz)"
+     " ON CONFLICT (partner, transaction_reference, status_code) DO NOTHING"},
 
     {NULL, NULL, NULL}};
 /* clang-format on */
