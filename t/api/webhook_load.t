@@ -1,0 +1,163 @@
+# The webhook under concurrency (CONTRACT C9, C11): copies of one notice arriving at the same
+# moment on different processes store it once; a writer holding SQLite's lock delays a
+# delivery without failing it; and a bounded load test (loopback only) of 2,000 deliveries
+# from 16 concurrent senders, a quarter of them repeats. Senders are forked perl processes,
+# each with its own LWP::UserAgent, all stopped by a deadline.
+use strict;
+use warnings FATAL => 'all';
+use Apache::Test qw(-withtestmore);
+use Apache::TestRequest ();
+use List::Util qw(shuffle);
+use LWP::UserAgent ();
+use POSIX ();
+use Time::HiRes qw(time sleep);
+use Bank::Test;
+use Bank::Webhook;
+
+my $url  = Apache::TestRequest::resolve_url('/webhook/partner');
+my $mark = error_log_mark();
+
+# Runs one sender per job list, all released at once after each has connected. Returns the
+# answers as [code, reference, body] and the seconds from release to the last answer.
+# Senders stop at $limit seconds; any still running later are killed.
+sub send_all {
+    my ($limit, @lists) = @_;
+    my $dir = "$ENV{BANK_TEST_ROOT}/senders.$$";
+    mkdir $dir;
+    pipe(my $gate_r, my $gate_w) or die "pipe: $!";
+    pipe(my $ready_r, my $ready_w) or die "pipe: $!";
+    my @pids;
+    for my $i (0 .. $#lists) {
+        my $pid = fork // die "fork: $!";
+        if (!$pid) {
+            close $gate_w;
+            close $ready_r;
+            sender($lists[$i], "$dir/$i", $gate_r, $ready_w, $limit);
+            POSIX::_exit(0);
+        }
+        push @pids, $pid;
+    }
+    close $gate_r;
+    close $ready_w;
+    my $ready = 0;
+    while ($ready < @lists && sysread($ready_r, my $buf, 64)) { $ready += length $buf }
+    my $t0 = time;
+    close $gate_w;    # every sender reads EOF at the same moment
+    my %left = map { $_ => 1 } @pids;
+    while (%left && time - $t0 < $limit + 15) {
+        my $pid = waitpid(-1, POSIX::WNOHANG());
+        if ($pid > 0) { delete $left{$pid} } else { sleep 0.01 }
+    }
+    my $elapsed = time - $t0;
+    kill 'KILL', keys %left;    # only our own senders, past the deadline
+    waitpid($_, 0) for keys %left;
+    my @answers;
+    for my $i (0 .. $#lists) {
+        open my $fh, '<', "$dir/$i" or next;
+        push @answers, map { chomp; [split /\t/, $_, 3] } <$fh>;
+        unlink "$dir/$i";
+    }
+    rmdir $dir;
+    return (\@answers, $elapsed);
+}
+
+sub sender {
+    my ($jobs, $file, $gate, $ready, $limit) = @_;
+    my $ua = LWP::UserAgent->new(keep_alive => 1, timeout => 30);
+    $ua->get($url);    # connect first (405): the gate then releases requests, not handshakes
+    syswrite $ready, '1';
+    sysread $gate, my $buf, 1;
+    my $deadline = time + $limit;
+    open my $out, '>', $file or POSIX::_exit(1);
+    for my $text (@$jobs) {
+        last if time > $deadline;
+        my ($ref) = $text =~ /"transactionReference":"([^"]+)"/;
+        my $res = $ua->post($url, 'Content-Type' => 'application/json',
+            Authorization => "Bearer $SECRET_NEW", Content => $text);
+        (my $body = $res->content) =~ s/[\r\n\t]/ /g;
+        print $out join("\t", $res->code, $ref, $body), "\n";
+    }
+    close $out;
+}
+
+sub duplicate_flags {
+    my ($answers) = @_;
+    return map { $_->[2] =~ /"duplicate":(true|false)/ ? $1 : 'none' } @$answers;
+}
+
+# --- copies of one notice at the same moment ------------------------------------------------
+my %pids;
+for my $round (1 .. 5) {
+    my $n   = notice();
+    my $ref = $n->{data}{transactionReference};
+    my ($answers) = send_all(30, map { [notice_json($n)] } 1 .. 8);
+    is(scalar @$answers, 8, "concurrent copies $round: eight answers");
+    is(scalar(grep { $_->[0] == 200 } @$answers), 8, "concurrent copies $round: all 200");
+    my @flags = duplicate_flags($answers);
+    is(scalar(grep { $_ eq 'false' } @flags), 1, "concurrent copies $round: one duplicate:false");
+    is(scalar(grep { $_ eq 'true' } @flags),  7, "concurrent copies $round: seven duplicate:true");
+    is(stored_count($ref), 1, "concurrent copies $round: one row");
+    my $log = error_log_since($mark);
+    $pids{$1}++ for $log =~ /\[pid (\d+)[^\]]*\][^\n]*BANK0705: payment notice [^\n]*\Q$ref\E,/g;
+}
+diag(sprintf 'concurrent copies were answered by %d httpd processes', scalar keys %pids);
+cmp_ok(scalar keys %pids, '>=', 2, 'concurrent copies reached more than one process');
+
+# --- a writer holding the lock delays a delivery, it does not fail it ------------------------
+SKIP: {
+    skip 'SQLite lock test', 4 unless $ENV{BANK_DBDRIVER} eq 'sqlite3';
+    my @as  = $> == 0 ? ('runuser', '-u', 'nobody', '--') : ();
+    my $db  = $ENV{BANK_DBPARAMS};
+    my $pid = fork // die "fork: $!";
+    if (!$pid) {
+        { exec 'sh', '-c',
+            "(echo 'BEGIN IMMEDIATE;'; sleep 2; echo 'ROLLBACK;') | @as sqlite3 '$db' >/dev/null" }
+        POSIX::_exit(1);
+    }
+    my $locked = 0;
+    for (1 .. 200) {
+        last if $locked = `@as sqlite3 -cmd '.timeout 0' '$db' 'BEGIN IMMEDIATE;' 2>&1` =~ /locked/;
+        sleep 0.01;
+    }
+    ok($locked, 'lock holder holds the write lock');
+    my $n  = notice();
+    my $t0 = time;
+    my $r  = deliver($n);
+    my $waited = time - $t0;
+    waitpid($pid, 0);
+    is($r->code, 200, 'delivery while locked: 200 once the lock is released');
+    cmp_ok($waited, '>', 0.3, 'delivery while locked: it waited for the lock');
+    is(stored_count($n->{data}{transactionReference}), 1, 'delivery while locked: stored');
+}
+
+# --- load: 2,000 deliveries, 16 senders, a quarter repeats -------------------------------------
+my $run      = unique();
+my @distinct = map { notice_json(notice(transactionReference => "TRF-LOAD-$run-$_")) } 1 .. 1500;
+my @all      = shuffle(@distinct, map { $distinct[int rand @distinct] } 1 .. 500);
+my @lists;
+push @{ $lists[$_ % 16] }, $all[$_] for 0 .. $#all;
+my $load_mark = error_log_mark();
+my ($answers, $elapsed) = send_all(120, @lists);
+
+is(scalar @$answers, 2000, 'load: every delivery answered before the deadline');
+my @not_ok = grep { $_->[0] != 200 } @$answers;
+is(scalar @not_ok, 0, 'load: every answer 200') or diag(join "\n", map { "@$_" } @not_ok[0 .. 4]);
+my @flags = duplicate_flags($answers);
+is(scalar(grep { $_ eq 'false' } @flags), 1500, 'load: 1,500 answers duplicate:false');
+is(scalar(grep { $_ eq 'true' } @flags),  500,  'load: 500 answers duplicate:true');
+my %first;
+$first{ $answers->[$_][1] } += $flags[$_] eq 'false' for 0 .. $#flags;
+is(scalar(grep { $_ != 1 } values %first), 0, 'load: each notice stored by exactly one answer');
+is(db_value("SELECT count(*) FROM payment_notices WHERE transaction_reference LIKE 'TRF-LOAD-$run-%'"),
+    1500, 'load: the table holds exactly the distinct notices');
+is(db_value("SELECT count(DISTINCT transaction_reference) FROM payment_notices"
+          . " WHERE transaction_reference LIKE 'TRF-LOAD-$run-%'"), 1500, 'load: no notice twice');
+is(scalar(grep { $_->[2] =~ /locked/i } @$answers), 0, 'load: no "database is locked" answered');
+unlike(error_log_since($load_mark), qr/database is locked|BANK0203/i,
+    'load: no database error in the error log');
+diag(sprintf 'webhook load: %d deliveries from 16 senders in %.2f s: %.0f deliveries/s',
+    scalar @$answers, $elapsed, @$answers / ($elapsed || 1));
+
+is_deeply([secrets_in_log($SECRET_OLD, $SECRET_NEW, $HMAC_KEY)], [],
+    'error log holds no webhook secret or key');
+done_testing();
