@@ -1,6 +1,5 @@
 /* Payment notices: the interface 2.6 payload checked field by field into what is stored,
  * and the partner's HMAC signature of the raw body. */
-#include <math.h>
 #include <stddef.h>
 #include <string.h>
 #include <apr_strings.h>
@@ -67,20 +66,14 @@ static const char *integer(apr_array_header_t *errs, json_object *v, const char 
     return apr_psprintf(errs->pool, "%" APR_INT64_T_FMT, n);
 }
 
-/* A finite, non-negative JSON number (integer or not), as its text: json-c keeps the text
- * of a parsed double, so 12.50 stays 12.50. */
+/* A non-negative JSON number (integer or not), as its text: json-c keeps the text of a
+ * parsed double, so 12.50 stays 12.50. (The parser has refused numbers beyond a double.) */
 static const char *number(apr_array_header_t *errs, json_object *v, const char *path)
 {
-    double d;
-
     if (!json_object_is_type(v, json_type_int) && !json_object_is_type(v, json_type_double)) {
         return fail(errs, path, "number", "The %s field must be a number");
     }
-    d = json_object_get_double(v);
-    if (!isfinite(d)) {
-        return fail(errs, path, "number", "The %s field must be a number");
-    }
-    if (d < 0) {
+    if (json_object_get_double(v) < 0) {
         return fail(errs, path, "min", "The %s field must be at least 0");
     }
     return bank_json_text(errs->pool, v);

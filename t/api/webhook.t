@@ -143,6 +143,10 @@ push @distinct, [$n_cs->{data}{transactionReference}, 'T100', 'partner'];
 for my $bad ('{', '[1]', 'null', '"x"', '{} x', qq({"service":"\xff"}), '') {
     assert_error(deliver($bad), 400, 'E_INVALID_JSON', "invalid JSON " . length($bad));
 }
+my $n_inf = notice();
+assert_error(deliver(with_raw($n_inf, 'charges', '1e400')), 400, 'E_INVALID_JSON',
+    'charges beyond a double');
+is(stored_count($n_inf->{data}{transactionReference}), 0, 'charges beyond a double: nothing stored');
 
 my $big = notice(narration => 'x' x 70000);
 my $res = deliver($big);

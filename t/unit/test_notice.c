@@ -150,7 +150,6 @@ static void test_types(apr_pool_t *p)
         {NOTICE(PAYMENTS, "1", "\"10.5\"", ""), "data.charges:number"},
         {NOTICE(PAYMENTS, "1", "[]", ""), "data.charges:number"},
         {NOTICE(PAYMENTS, "1", "-0.5", ""), "data.charges:min"},
-        {NOTICE(PAYMENTS, "1", "1e400", ""), "data.charges:number"},
         {NOTICE(PAYMENTS, "1", "1", ",\"currency\":5"), "data.currency:string"},
         {NOTICE(PAYMENTS, "1", "1", ",\"currency\":\"\""), "data.currency:required"},
         {NOTICE(PAYMENTS, "1", "1", ",\"walletId\":null"), "data.walletId:required"},
