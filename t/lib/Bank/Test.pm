@@ -109,7 +109,8 @@ sub db_exec {
     if ($ENV{BANK_DBDRIVER} eq 'sqlite3') {
         $out = `${runas}sqlite3 -cmd '.timeout 10000' $ENV{BANK_DBPARAMS} ${\ _q($sql)}`;
     } else {
-        $out = `psql -X -q -t -A -v ON_ERROR_STOP=1 ${\ _q($ENV{BANK_PSQL_URL})} -c ${\ _q($sql)}`;
+        my $psql = $ENV{BANK_PSQL} // 'psql';
+        $out = `$psql -X -q -t -A -v ON_ERROR_STOP=1 ${\ _q($ENV{BANK_PSQL_URL})} -c ${\ _q($sql)}`;
     }
     die "db_exec failed: $sql" if $?;
     chomp $out;
