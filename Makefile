@@ -49,7 +49,7 @@ unit: $(UNIT_BIN)
 	@./scripts/run-unit $(UNIT_BIN)
 
 # The Apache::Test suite against a real httpd with the built module.
-itest: build
+itest: build $(BUILD)/unit/test_db_pg
 	@DB=$(DB) ./scripts/run-tests
 
 test: deps build unit itest

@@ -24,17 +24,36 @@ extern const bank_stmt_t bank_statements[];
 /* The text of a statement for a driver name as apr_dbd_name() gives it. */
 const char *bank_stmt_sql(const bank_stmt_t *st, const char *driver_name);
 
+/* What a failed statement says about the connection it ran on (see bank_db_t.recover). */
+typedef enum {
+    BANK_CONN_INTACT = 0, /* alive, session unchanged: the statement itself failed */
+    BANK_CONN_FRESH,      /* alive, but libpq had re-opened it: the statement was not
+                             prepared there and did not run; the session is repaired */
+    BANK_CONN_RESTORED,   /* it was lost during the statement and is re-opened and repaired;
+                             a write may or may not have committed before the loss */
+    BANK_CONN_DOWN        /* the database cannot be reached */
+} bank_conn_state;
+
 /* A connection as the query helpers see it: from mod_dbd (ap_dbd_t) or from bankctl. */
-typedef struct {
+typedef struct bank_db_s bank_db_t;
+struct bank_db_s {
     const apr_dbd_driver_t *driver;
     apr_dbd_t *handle;
-    apr_hash_t *prepared; /* label -> apr_dbd_prepared_t * */
-    apr_pool_t *pool;     /* results and error texts */
-    apr_dbd_transaction_t *txn;
-    int txn_failed;    /* a statement failed inside txn: it can only roll back */
+    apr_hash_t *prepared;       /* label -> apr_dbd_prepared_t * */
+    apr_pool_t *pool;           /* results and error texts */
+    apr_dbd_transaction_t *txn; /* the sqlite3 driver's; PostgreSQL's are plain statements */
+    int in_txn;                 /* between bank_db_begin and bank_db_end */
+    int txn_failed;    /* a statement failed inside the transaction: it can only roll back */
     int txn_cleanup;   /* the pool cleanup that rolls back a forgotten txn is registered */
     const char *error; /* last driver error text, for the log only */
-} bank_db_t;
+    /* Set by the module (NULL in bankctl): after a failed statement, finds out whether the
+     * connection was lost or re-opened under it and, if so, restores its session (init SQL,
+     * prepared statements) so the pooled connection is whole again. Outside a transaction
+     * the helpers then run the statement once more when that is safe: always for FRESH, and
+     * for RESTORED only if it is a SELECT or BEGIN (a write may have committed). */
+    bank_conn_state (*recover)(bank_db_t *db);
+    int conn_lost; /* recover found the connection lost or down during this request */
+};
 
 /* What went wrong, as far as a handler must tell apart. */
 typedef enum {
@@ -65,6 +84,14 @@ bank_db_rc bank_db_end(bank_db_t *db, int commit);
 
 /* Convenience: first row's column, or NULL. */
 const char *bank_rows_get(const bank_rows_t *r, int row, int col);
+
+/* A boolean column as either driver prints it: 1 for "1"/"t"/"true" (SQLite's integer 1,
+ * PostgreSQL's boolean), 0 otherwise (NULL included). */
+int bank_db_bool(const char *v);
+
+/* The session settings mod_bank needs on a PostgreSQL connection, whatever the server's or
+ * role's defaults: ISO dates (bank_time_parse reads them in any TimeZone) and UTF-8. */
+#define BANK_PG_SESSION_SQL "SET DateStyle = 'ISO'; SET client_encoding = 'UTF8'"
 
 #define BANK_NARGS(a) ((int)(sizeof(a) / sizeof((a)[0])))
 

@@ -39,7 +39,9 @@ int bank_is_uuid(const char *s);
 /* 2026-11-22T07:40:22.123Z (UTC, millisecond precision). */
 char *bank_time_iso(apr_pool_t *p, apr_time_t t);
 /* Parses what either database hands back for a timestamp: ISO 8601 with 'T' or ' ',
- * optional fraction, and 'Z', '+HH', '+HH:MM', '+HHMM' or no zone (taken as UTC).
+ * optional fraction, and 'Z', '+HH', '+HH:MM', '+HHMM', '+HH:MM:SS' or no zone (taken as
+ * UTC). PostgreSQL prints timestamptz in the session's TimeZone with its offset, so any
+ * TimeZone reads back as the same instant.
  * Returns 0 and the instant, or -1. */
 int bank_time_parse(const char *s, apr_time_t *out);
 

@@ -48,8 +48,10 @@ static const char usage_text[] =
     "  notices [--limit N] [--json]\n"
     "      list payment notices, newest first (default 20); --json: one object a line\n"
     "\n"
-    "Database: --db; without it, when BANK_DB=pgsql, the libpq conninfo or URI in\n"
-    "BANK_PG_PARAMS; otherwise sqlite:$BANK_RUN_DIR/bank.db (BANK_RUN_DIR defaults to\n"
+    "Database: --db; without it, the dev server's: with BANK_DB=pgsql, the libpq conninfo\n"
+    "or URI in BANK_PG_PARAMS, else the one the dev server wrote to $BANK_RUN_DIR/pg.conninfo;\n"
+    "with BANK_DB=sqlite3, sqlite:$BANK_RUN_DIR/bank.db; with BANK_DB unset, pg.conninfo if\n"
+    "the dev server last started on PostgreSQL, else bank.db (BANK_RUN_DIR defaults to\n"
     "$BANK_CHECKOUT/run). SQL files come from $BANK_CHECKOUT/sql unless --sql-dir is given.\n"
     "Exit status: 0 done, 1 failed, 2 bad arguments.\n";
 
@@ -264,10 +266,35 @@ static const char *read_password(ctl_t *c, apr_table_t *o, const char *cmd)
 
 /* ---- database ---- */
 
+/* The conninfo of the dev server's PostgreSQL database, which scripts/devserver writes to
+ * $BANK_RUN_DIR/pg.conninfo while it serves from PostgreSQL, or NULL. */
+static const char *dev_conninfo(ctl_t *c, const char *run)
+{
+    const char *path = apr_pstrcat(c->pool, run, "/pg.conninfo", (char *)NULL);
+    apr_finfo_t fi;
+    char *text;
+    apr_size_t n;
+
+    if (apr_stat(&fi, path, APR_FINFO_TYPE, c->pool) != APR_SUCCESS) {
+        return NULL;
+    }
+    text = slurp(c, path, 4096, path);
+    for (n = strlen(text); n > 0 && apr_isspace(text[n - 1]); n--) {
+        text[n - 1] = '\0';
+    }
+    return *text ? text : NULL;
+}
+
 static void resolve_db(ctl_t *c)
 {
-    const char *spec = c->db_spec, *kind = getenv("BANK_DB");
+    const char *spec = c->db_spec, *kind = getenv("BANK_DB"), *run = getenv("BANK_RUN_DIR");
 
+    if (!run || !*run) {
+        run = apr_pstrcat(c->pool, c->checkout, "/run", (char *)NULL);
+    }
+    if (kind && !*kind) {
+        kind = NULL;
+    }
     if (spec && strncmp(spec, "sqlite:", 7) == 0 && spec[7] != '\0') {
         c->driver_name = "sqlite3";
         c->sqlite_path = spec + 7;
@@ -277,21 +304,25 @@ static void resolve_db(ctl_t *c)
         c->params = spec; /* libpq takes URIs as conninfo */
     } else if (spec) {
         die(EXIT_USAGE, "--db must be sqlite:PATH or postgresql://...");
+    } else if (kind && strcmp(kind, "pgsql") != 0 && strcmp(kind, "sqlite3") != 0) {
+        die(EXIT_USAGE, "BANK_DB must be sqlite3 or pgsql");
     } else if (kind && strcmp(kind, "pgsql") == 0) {
         c->params = getenv("BANK_PG_PARAMS");
         if (!c->params || !*c->params) {
-            die(EXIT_USAGE, "BANK_DB=pgsql needs BANK_PG_PARAMS (or give --db postgresql://...)");
+            c->params = dev_conninfo(c, run);
+        }
+        if (!c->params) {
+            die(EXIT_USAGE,
+                "BANK_DB=pgsql needs BANK_PG_PARAMS, a dev server started with "
+                "BANK_DB=pgsql (%s/pg.conninfo), or --db postgresql://...",
+                run);
         }
         c->driver_name = "pgsql";
-    } else if (!kind || !*kind || strcmp(kind, "sqlite3") == 0) {
-        const char *run = getenv("BANK_RUN_DIR");
-        if (!run || !*run) {
-            run = apr_pstrcat(c->pool, c->checkout, "/run", (char *)NULL);
-        }
+    } else if (!kind && (c->params = dev_conninfo(c, run)) != NULL) {
+        c->driver_name = "pgsql"; /* the dev server last started on PostgreSQL */
+    } else {
         c->driver_name = "sqlite3";
         c->sqlite_path = apr_pstrcat(c->pool, run, "/bank.db", (char *)NULL);
-    } else {
-        die(EXIT_USAGE, "BANK_DB must be sqlite3 or pgsql");
     }
     if (c->sqlite_path) {
         c->params = c->sqlite_path;
@@ -344,6 +375,12 @@ static void open_db(ctl_t *c, int creating)
     c->db.pool = c->pool;
     c->db.prepared = apr_hash_make(c->pool);
     apr_pool_cleanup_register(c->pool, &c->db, close_db, apr_pool_cleanup_null);
+    if (!c->sqlite_path) {
+        int n = 0;
+        if ((rv = apr_dbd_query(c->db.driver, c->db.handle, &n, BANK_PG_SESSION_SQL)) != 0) {
+            die(1, "cannot set up the database session: %s", db_error(c, (int)rv));
+        }
+    }
 }
 
 /* Prepares sql under label in the connection's table; the error text, or NULL. named: the
@@ -486,7 +523,7 @@ static void run_file(ctl_t *c, const char *dir, const char *name, int version)
         /* Prepared after the script: the sqlite3 driver's statements do not survive a schema
          * change (SQLITE_SCHEMA, reported as "not an error"). */
         err = prepare(c, "bankctl_version_insert",
-                      "INSERT INTO schema_version (version, applied_at) VALUES (%d, %s)", 0);
+                      "INSERT INTO schema_version (version, applied_at) VALUES (%d, %pDz)", 0);
         if (err) {
             c->db.txn_failed = 1;
         } else if (bank_db_exec(&c->db, "bankctl_version_insert", NULL, BANK_NARGS(args), args) !=
@@ -556,6 +593,24 @@ static apr_array_header_t *list_scripts(ctl_t *c, const char *dir, int versioned
     return out;
 }
 
+/* PostgreSQL: one migrate at a time per database (two servers deployed at once), held until
+ * bankctl disconnects. SQLite needs none: each file runs under BEGIN IMMEDIATE, and a second
+ * run that lost the race fails on schema_version's key and rolls back. */
+static void pg_migrate_lock(ctl_t *c)
+{
+    apr_dbd_results_t *res = NULL;
+    apr_dbd_row_t *row = NULL;
+    /* the key is "mod_bank" in ASCII */
+    int rv = apr_dbd_select(c->db.driver, c->pool, c->db.handle, &res,
+                            "SELECT pg_advisory_lock(7885631833384250987)", 1);
+
+    if (rv != 0) {
+        die(1, "cannot take the migration lock: %s", db_error(c, rv));
+    }
+    while (apr_dbd_get_row(c->db.driver, c->pool, res, &row, -1) == 0) {
+    }
+}
+
 static int cmd_migrate(ctl_t *c, apr_table_t *o)
 {
     const char *root = apr_table_get(o, "sql-dir"), *dir, *err;
@@ -586,9 +641,15 @@ static int cmd_migrate(ctl_t *c, apr_table_t *o)
                 rv ? db_error(c, rv) : "journal mode unchanged");
         }
     }
+    if (!c->sqlite_path) {
+        pg_migrate_lock(c);
+    }
     if ((i = apr_dbd_query(c->db.driver, c->db.handle, &pass,
-                           "CREATE TABLE IF NOT EXISTS schema_version (version INTEGER PRIMARY"
-                           " KEY, applied_at TEXT NOT NULL)")) != 0) {
+                           c->sqlite_path ? "CREATE TABLE IF NOT EXISTS schema_version (version"
+                                            " INTEGER PRIMARY KEY, applied_at TEXT NOT NULL)"
+                                          : "CREATE TABLE IF NOT EXISTS schema_version (version"
+                                            " integer PRIMARY KEY, applied_at timestamptz NOT"
+                                            " NULL)")) != 0) {
         die(1, "cannot create schema_version: %s", db_error(c, i));
     }
     if ((err = prepare(c, "bankctl_versions", "SELECT version FROM schema_version", 0))) {

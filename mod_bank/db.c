@@ -1,5 +1,6 @@
 /* Database access through mod_dbd: statements prepared at config time, a pooled connection
  * per request, and failures mapped to 503 (unreachable, busy) or 500. */
+#include <stdlib.h>
 #include <string.h>
 #include <strings.h>
 #include <apr_strings.h>
@@ -94,40 +95,209 @@ int bank_db_post_config(apr_pool_t *pconf, apr_pool_t *plog, apr_pool_t *ptemp, 
     return OK;
 }
 
+/* ---- connections lost or re-opened under mod_dbd ----
+ * apr_dbd_pgsql's check_conn (mod_dbd calls it on every acquire, mod_bank after a failure)
+ * answers a closed connection with PQreset: a new session, without the statements mod_dbd
+ * prepared or its DBDInitSQL, which mod_dbd then keeps pooling as healthy. Every statement on
+ * it fails ("prepared statement ... does not exist") until the process ends. So mod_bank
+ * remembers each connection's mod_dbd configuration when mod_dbd opens it, and after a
+ * failed statement restores a session it finds empty, the way mod_dbd built it. */
+#define BANK_DBD_CFG_KEY "mod_bank:dbd_cfg"
+
+/* A request's connection: bank_db_t first, so recover can find the rest. */
+typedef struct {
+    bank_db_t db;
+    request_rec *r;
+    ap_dbd_t *dbd;
+} bank_dbd_conn;
+
+static int is_pgsql(const apr_dbd_driver_t *driver)
+{
+    return strcmp(apr_dbd_name(driver), "pgsql") == 0;
+}
+
+/* The driver's last error, first line only (PostgreSQL's DETAIL lines quote values). */
+static const char *last_error(apr_pool_t *p, const apr_dbd_driver_t *driver, apr_dbd_t *handle)
+{
+    const char *msg = apr_dbd_error(driver, handle, 0);
+    return msg ? apr_pstrndup(p, msg, strcspn(msg, "\r\n")) : "unknown database error";
+}
+
+/* mod_dbd's post_connect hook, after its DBDInitSQL (ours runs last): remember the
+ * configuration, and set what mod_bank needs in a PostgreSQL session. */
+static apr_status_t bank_db_post_connect(apr_pool_t *pool, dbd_cfg_t *cfg, ap_dbd_t *rec)
+{
+    int n = 0;
+
+    apr_pool_userdata_setn(cfg, BANK_DBD_CFG_KEY, NULL, rec->pool);
+    if (is_pgsql(rec->driver) &&
+        apr_dbd_query(rec->driver, rec->handle, &n, BANK_PG_SESSION_SQL) != 0) {
+        ap_log_error(APLOG_MARK, APLOG_ERR, 0, cfg->server,
+                     BANKLOGNO(0801) "cannot set up the database session: %s",
+                     last_error(pool, rec->driver, rec->handle));
+    }
+    return OK;
+}
+
+void bank_db_register_hooks(void)
+{
+    APR_OPTIONAL_HOOK(dbd, post_connect, bank_db_post_connect, NULL, NULL, APR_HOOK_LAST);
+}
+
+/* Prepared statements in the session: -1 if it cannot be asked (connection lost). */
+static int pg_statement_count(bank_db_t *db)
+{
+    apr_dbd_results_t *res = NULL;
+    apr_dbd_row_t *row = NULL;
+    const char *v = NULL;
+
+    if (apr_dbd_select(db->driver, db->pool, db->handle, &res,
+                       "SELECT count(*) FROM pg_prepared_statements", 1) != 0) {
+        return -1;
+    }
+    while (apr_dbd_get_row(db->driver, db->pool, res, &row, -1) == 0) {
+        v = apr_dbd_get_entry(db->driver, row, 0);
+        v = v ? apr_pstrdup(db->pool, v) : NULL;
+    }
+    return v ? atoi(v) : -1;
+}
+
+/* Rebuilds an empty session as mod_dbd's constructor did: DBDInitSQL, mod_bank's session
+ * settings, then every statement of the connection's configuration (other modules' too)
+ * under its label. The apr_dbd_prepared_t records mod_dbd holds name those labels, so they
+ * work again. */
+static int pg_restore(request_rec *r, bank_db_t *db, ap_dbd_t *dbd)
+{
+    dbd_cfg_t *cfg = NULL;
+    apr_hash_index_t *hi;
+    int i, n = 0, count = 0;
+
+    apr_pool_userdata_get((void **)&cfg, BANK_DBD_CFG_KEY, dbd->pool);
+    if (!cfg) {
+        ap_log_rerror(APLOG_MARK, APLOG_ERR, 0, r,
+                      BANKLOGNO(0802) "cannot restore the database session: mod_dbd did not "
+                                      "report how it opened this connection");
+        return -1;
+    }
+    for (i = 0; i < cfg->init_queries->nelts; i++) {
+        const char *q = APR_ARRAY_IDX(cfg->init_queries, i, const char *);
+        if (apr_dbd_query(db->driver, db->handle, &n, q) != 0) {
+            ap_log_rerror(APLOG_MARK, APLOG_WARNING, 0, r,
+                          BANKLOGNO(0803) "DBDInitSQL failed on the re-opened connection: %s",
+                          last_error(db->pool, db->driver, db->handle));
+        }
+    }
+    if (apr_dbd_query(db->driver, db->handle, &n, BANK_PG_SESSION_SQL) != 0) {
+        ap_log_rerror(APLOG_MARK, APLOG_WARNING, 0, r,
+                      BANKLOGNO(0804) "cannot set up the re-opened database session: %s",
+                      last_error(db->pool, db->driver, db->handle));
+    }
+    /* A private iterator: the configuration is shared by every thread. */
+    for (hi = apr_hash_first(db->pool, cfg->queries); hi; hi = apr_hash_next(hi)) {
+        const void *label;
+        void *query;
+        apr_dbd_prepared_t *st = NULL;
+
+        apr_hash_this(hi, &label, NULL, &query);
+        if (!*(const char *)query) {
+            continue;
+        }
+        if (apr_dbd_prepare(db->driver, db->pool, db->handle, query, label, &st) != 0) {
+            ap_log_rerror(APLOG_MARK, APLOG_ERR, 0, r,
+                          BANKLOGNO(0805) "cannot prepare %s again on the re-opened database "
+                                          "connection: %s",
+                          (const char *)label, last_error(db->pool, db->driver, db->handle));
+            return -1;
+        }
+        count++;
+    }
+    ap_log_rerror(APLOG_MARK, APLOG_WARNING, 0, r,
+                  BANKLOGNO(0806) "database connection was re-opened (server restarted or "
+                                  "connection lost): session restored, %d statements prepared",
+                  count);
+    return 0;
+}
+
+/* bank_db_t.recover for mod_dbd connections (see bank_sql.h). */
+static bank_conn_state recover(bank_db_t *db)
+{
+    bank_dbd_conn *c = (bank_dbd_conn *)db;
+    bank_conn_state st = BANK_CONN_FRESH;
+    int n;
+
+    if (!is_pgsql(db->driver)) {
+        /* SQLite has no session to lose; a handle that fails the check is unusable. */
+        if (apr_dbd_check_conn(db->driver, db->pool, db->handle) == APR_SUCCESS) {
+            return BANK_CONN_INTACT;
+        }
+        db->conn_lost = 1;
+        return BANK_CONN_DOWN;
+    }
+    if ((n = pg_statement_count(db)) > 0) {
+        return BANK_CONN_INTACT;
+    }
+    if (n < 0) {
+        /* Lost: PQreset re-opens it, if the server is back. */
+        if (apr_dbd_check_conn(db->driver, db->pool, db->handle) != APR_SUCCESS ||
+            (n = pg_statement_count(db)) < 0) {
+            db->conn_lost = 1;
+            return BANK_CONN_DOWN;
+        }
+        if (n > 0) {
+            return BANK_CONN_INTACT;
+        }
+        st = BANK_CONN_RESTORED;
+    }
+    if (pg_restore(c->r, db, c->dbd) != 0) {
+        db->conn_lost = 1;
+        return BANK_CONN_DOWN;
+    }
+    if (st == BANK_CONN_RESTORED) {
+        db->conn_lost = 1;
+    }
+    return st;
+}
+
 bank_db_t *bank_db(request_rec *r)
 {
     ap_dbd_t *dbd = dbd_acquire ? dbd_acquire(r) : NULL;
-    bank_db_t *db;
+    bank_dbd_conn *c;
 
     if (!dbd) {
         ap_log_rerror(APLOG_MARK, APLOG_ERR, 0, r,
                       BANKLOGNO(0202) "no database connection (see mod_dbd's messages above)");
         return NULL;
     }
-    db = apr_pcalloc(r->pool, sizeof(*db));
-    db->driver = dbd->driver;
-    db->handle = dbd->handle;
-    db->prepared = dbd->prepared;
-    db->pool = r->pool;
-    return db;
+    c = apr_pcalloc(r->pool, sizeof(*c));
+    c->r = r;
+    c->dbd = dbd;
+    c->db.driver = dbd->driver;
+    c->db.handle = dbd->handle;
+    c->db.prepared = dbd->prepared;
+    c->db.pool = r->pool;
+    c->db.recover = recover;
+    return &c->db;
 }
 
 int bank_error_db(request_rec *r, bank_db_t *db, bank_db_rc rc, const char *what)
 {
+    const char *error;
+
     if (!db) {
         return bank_error_unavailable(r, NULL, BANK_DB_RETRY_AFTER);
     }
-    if (db->txn) {
+    error = db->error;
+    if (db->in_txn) {
         bank_db_end(db, 0); /* never leave a transaction open on a pooled connection */
     }
     ap_log_rerror(APLOG_MARK, APLOG_ERR, 0, r, BANKLOGNO(0203) "%s: %s", what,
-                  db->error ? db->error : "failed");
+                  error ? error : "failed");
     if (rc == BANK_DB_BUSY || rc == BANK_DB_NO_STMT) {
         return bank_error_unavailable(r, NULL, BANK_DB_RETRY_AFTER);
     }
-    /* A lost connection also lands here: on pgsql, check whether it is still alive so the
-     * client hears 503 (retry) rather than 500. */
-    if (apr_dbd_check_conn(db->driver, r->pool, db->handle) != APR_SUCCESS) {
+    /* A lost connection also lands here: the client hears 503 (retry) rather than 500, and
+     * recover leaves the pooled connection whole for the next request. */
+    if (db->conn_lost || recover(db) != BANK_CONN_INTACT) {
         return bank_error_unavailable(r, NULL, BANK_DB_RETRY_AFTER);
     }
     return bank_error(r, BANK_E_INTERNAL, NULL, NULL);

@@ -90,6 +90,7 @@ static void bank_register_hooks(apr_pool_t *p)
     static const char *const before_dbd[] = {"mod_dbd.c", NULL};
     (void)p;
     ap_hook_optional_fn_retrieve(bank_optional_fn_retrieve, NULL, NULL, APR_HOOK_MIDDLE);
+    bank_db_register_hooks();
     ap_hook_pre_config(bank_pre_config, NULL, NULL, APR_HOOK_MIDDLE);
     ap_hook_post_config(bank_post_config, NULL, before_dbd, APR_HOOK_MIDDLE);
     ap_hook_child_init(bank_child_init, NULL, NULL, APR_HOOK_MIDDLE);

@@ -2,6 +2,7 @@
  * and bankctl. Statements are prepared once per connection (mod_dbd does it for the module,
  * bankctl does it itself); no SQL text is ever built from request data. */
 #include <string.h>
+#include <strings.h>
 #include <apr_strings.h>
 #include <apr_tables.h>
 #include "bank_sql.h"
@@ -101,13 +102,18 @@ const char *bank_stmt_sql(const bank_stmt_t *st, const char *driver_name)
     return st->sql;
 }
 
+static int is_pgsql(const bank_db_t *db)
+{
+    return strcmp(apr_dbd_name(db->driver), "pgsql") == 0;
+}
+
 static bank_db_rc classify(bank_db_t *db, int rv)
 {
     const char *msg = apr_dbd_error(db->driver, db->handle, rv);
     /* First line only: PostgreSQL's DETAIL line quotes key values (a BVN, an e-mail). */
     db->error = apr_pstrndup(db->pool, msg ? msg : "unknown database error",
                              msg ? strcspn(msg, "\r\n") : 22);
-    if (db->txn) {
+    if (db->in_txn) {
         db->txn_failed = 1;
     }
     /* SQLITE_BUSY (5) / SQLITE_LOCKED (6) after the driver's own retries and busy_timeout;
@@ -120,6 +126,21 @@ static bank_db_rc classify(bank_db_t *db, int rv)
     return BANK_DB_ERROR;
 }
 
+/* After a failed statement: whether running it once more is both useful and safe. Only
+ * outside a transaction (inside one, the transaction is gone with the connection), and only
+ * when the module re-opened the connection: a FRESH one never ran the statement; after a
+ * loss (RESTORED) a read or a BEGIN can be repeated, a write might have committed. */
+static int retry(bank_db_t *db, bank_db_rc rc, int read_only)
+{
+    bank_conn_state st;
+
+    if (rc != BANK_DB_ERROR || db->in_txn || !db->recover) {
+        return 0;
+    }
+    st = db->recover(db);
+    return st == BANK_CONN_FRESH || (st == BANK_CONN_RESTORED && read_only);
+}
+
 static apr_dbd_prepared_t *lookup(bank_db_t *db, const char *label)
 {
     apr_dbd_prepared_t *st =
@@ -130,28 +151,28 @@ static apr_dbd_prepared_t *lookup(bank_db_t *db, const char *label)
     return st;
 }
 
-bank_db_rc bank_db_select(bank_db_t *db, const char *label, bank_rows_t *out, int nargs,
-                          const char *const *args)
+/* Whether the statement under label only reads (its text starts with SELECT). */
+static int is_select(const bank_db_t *db, const char *label)
 {
-    apr_dbd_prepared_t *st = lookup(db, label);
-    apr_dbd_results_t *res = NULL;
-    apr_dbd_row_t *row = NULL;
-    apr_array_header_t *rows;
-    int rv, i;
+    const bank_stmt_t *st;
 
-    memset(out, 0, sizeof(*out));
-    if (!st) {
-        return BANK_DB_NO_STMT;
+    for (st = bank_statements; st->label; st++) {
+        if (strcmp(st->label, label) == 0) {
+            return strncasecmp(bank_stmt_sql(st, apr_dbd_name(db->driver)), "SELECT ", 7) == 0;
+        }
     }
-    /* random=1: the pgsql driver reports SQL errors only in that mode. */
-    rv = apr_dbd_pselect(db->driver, db->pool, db->handle, &res, st, 1, nargs, (const char **)args);
-    if (rv != 0) {
-        return classify(db, rv);
-    }
+    return 0;
+}
+
+/* Reads every row, until -1, so no result is left pending on a pooled connection. */
+static void read_rows(bank_db_t *db, apr_dbd_results_t *res, bank_rows_t *out)
+{
+    apr_dbd_row_t *row = NULL;
+    apr_array_header_t *rows = apr_array_make(db->pool, 8, sizeof(const char **));
+    int i;
+
     out->ncols = apr_dbd_num_cols(db->driver, res);
-    rows = apr_array_make(db->pool, 8, sizeof(const char **));
-    /* Read every row, until -1, so no result is left pending on a pooled connection. */
-    while ((rv = apr_dbd_get_row(db->driver, db->pool, res, &row, -1)) == 0) {
+    while (apr_dbd_get_row(db->driver, db->pool, res, &row, -1) == 0) {
         const char **cols = apr_pcalloc(db->pool, sizeof(char *) * (out->ncols + 1));
         for (i = 0; i < out->ncols; i++) {
             const char *v = NULL;
@@ -165,6 +186,30 @@ bank_db_rc bank_db_select(bank_db_t *db, const char *label, bank_rows_t *out, in
     }
     out->nrows = rows->nelts;
     out->rows = (const char ***)rows->elts;
+}
+
+bank_db_rc bank_db_select(bank_db_t *db, const char *label, bank_rows_t *out, int nargs,
+                          const char *const *args)
+{
+    apr_dbd_prepared_t *st = lookup(db, label);
+    apr_dbd_results_t *res = NULL;
+    int rv;
+
+    memset(out, 0, sizeof(*out));
+    if (!st) {
+        return BANK_DB_NO_STMT;
+    }
+    /* random=1: the pgsql driver reports SQL errors only in that mode. */
+    rv = apr_dbd_pselect(db->driver, db->pool, db->handle, &res, st, 1, nargs, (const char **)args);
+    if (rv != 0 && retry(db, classify(db, rv), is_select(db, label))) {
+        res = NULL;
+        rv = apr_dbd_pselect(db->driver, db->pool, db->handle, &res, st, 1, nargs,
+                             (const char **)args);
+    }
+    if (rv != 0) {
+        return classify(db, rv);
+    }
+    read_rows(db, res, out);
     return BANK_DB_OK;
 }
 
@@ -178,6 +223,9 @@ bank_db_rc bank_db_exec(bank_db_t *db, const char *label, int *affected, int nar
         return BANK_DB_NO_STMT;
     }
     rv = apr_dbd_pquery(db->driver, db->pool, db->handle, &n, st, nargs, (const char **)args);
+    if (rv != 0 && retry(db, classify(db, rv), 0)) {
+        rv = apr_dbd_pquery(db->driver, db->pool, db->handle, &n, st, nargs, (const char **)args);
+    }
     if (affected) {
         *affected = n;
     }
@@ -190,38 +238,93 @@ bank_db_rc bank_db_exec(bank_db_t *db, const char *label, int *affected, int nar
 static apr_status_t rollback_open_txn(void *data)
 {
     bank_db_t *db = data;
-    if (db->txn) {
+    if (db->in_txn) {
         bank_db_end(db, 0);
     }
     return APR_SUCCESS;
 }
 
+/* PostgreSQL transactions are plain statements: apr-util 1.6's pgsql transaction_start
+ * dereferences a NULL transaction when BEGIN fails with a result, as it does on a connection
+ * the server closed (a restart), which would crash the httpd child. The same round trip
+ * counts the session's prepared statements: none means libpq re-opened the connection under
+ * mod_dbd, and the module repairs it before the transaction (inside one, every prepared
+ * statement would fail). */
+static bank_db_rc pg_begin(bank_db_t *db, int *fresh)
+{
+    apr_dbd_results_t *res = NULL;
+    bank_rows_t rows;
+    bank_db_rc rc;
+    int n = 0, rv = apr_dbd_select(db->driver, db->pool, db->handle, &res,
+                                   "BEGIN; SELECT count(*) FROM pg_prepared_statements", 1);
+
+    if (rv != 0) {
+        rc = classify(db, rv);
+        /* never leave a half-begun transaction on the connection (fails fast if lost) */
+        apr_dbd_query(db->driver, db->handle, &n, "ROLLBACK");
+        return rc;
+    }
+    read_rows(db, res, &rows);
+    *fresh = rows.nrows == 1 && rows.rows[0][0] && strcmp(rows.rows[0][0], "0") == 0;
+    return BANK_DB_OK;
+}
+
+static int pg_end(bank_db_t *db, const char *sql)
+{
+    int n = 0;
+    return apr_dbd_query(db->driver, db->handle, &n, sql);
+}
+
 bank_db_rc bank_db_begin(bank_db_t *db)
 {
-    int rv;
+    bank_db_rc rc;
+    int rv, fresh = 0;
 
     db->txn = NULL; /* the driver allocates it; a stale pointer would be reused */
     db->txn_failed = 0;
-    rv = apr_dbd_transaction_start(db->driver, db->pool, db->handle, &db->txn);
-    if (db->txn && !db->txn_cleanup) {
+    db->in_txn = 0;
+    if (!is_pgsql(db)) {
+        if ((rv = apr_dbd_transaction_start(db->driver, db->pool, db->handle, &db->txn)) != 0) {
+            return classify(db, rv);
+        }
+    } else {
+        rc = pg_begin(db, &fresh);
+        if (retry(db, rc, 1)) {
+            rc = pg_begin(db, &fresh);
+        } else if (rc == BANK_DB_OK && fresh && db->recover) {
+            pg_end(db, "ROLLBACK");
+            db->recover(db);
+            rc = pg_begin(db, &fresh);
+        }
+        if (rc != BANK_DB_OK) {
+            return rc;
+        }
+    }
+    db->in_txn = 1;
+    if (!db->txn_cleanup) {
         apr_pool_cleanup_register(db->pool, db, rollback_open_txn, apr_pool_cleanup_null);
         db->txn_cleanup = 1;
     }
-    return rv == 0 ? BANK_DB_OK : classify(db, rv);
+    return BANK_DB_OK;
 }
 
 bank_db_rc bank_db_end(bank_db_t *db, int commit)
 {
     int failed = db->txn_failed, rv;
 
-    if (!db->txn) {
+    if (!db->in_txn) {
         return BANK_DB_ERROR;
     }
-    if (!commit || failed) {
-        apr_dbd_transaction_mode_set(db->driver, db->txn, APR_DBD_TRANSACTION_ROLLBACK);
+    if (is_pgsql(db)) {
+        rv = pg_end(db, commit && !failed ? "COMMIT" : "ROLLBACK");
+    } else {
+        if (!commit || failed) {
+            apr_dbd_transaction_mode_set(db->driver, db->txn, APR_DBD_TRANSACTION_ROLLBACK);
+        }
+        rv = apr_dbd_transaction_end(db->driver, db->pool, db->txn);
     }
-    rv = apr_dbd_transaction_end(db->driver, db->pool, db->txn);
     db->txn = NULL;
+    db->in_txn = 0;
     db->txn_failed = 0;
     if (rv != 0) {
         return classify(db, rv);
@@ -235,4 +338,9 @@ const char *bank_rows_get(const bank_rows_t *r, int row, int col)
         return NULL;
     }
     return r->rows[row][col];
+}
+
+int bank_db_bool(const char *v)
+{
+    return v && (strcmp(v, "1") == 0 || strcmp(v, "t") == 0 || strcmp(v, "true") == 0);
 }

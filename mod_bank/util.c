@@ -362,10 +362,12 @@ static int take_fraction(const char **s, apr_int64_t *usec)
     return 0;
 }
 
-/* Zone: nothing (UTC), Z, +HH, +HH:MM or +HHMM (and '-'); offset in seconds east. */
+/* Zone: nothing (UTC), Z, +HH, +HH:MM, +HHMM or +HH:MM:SS (and '-'); offset in seconds
+ * east. PostgreSQL prints the seconds for zones whose offset had them (local mean time
+ * before 1900-ish in many TimeZone settings). */
 static int take_zone(const char **s, int *offset)
 {
-    int sign, hh, mm = 0;
+    int sign, hh, mm = 0, ss = 0;
 
     *offset = 0;
     if (**s == '\0') {
@@ -385,16 +387,17 @@ static int take_zone(const char **s, int *offset)
     }
     if (**s == ':') {
         (*s)++;
-        if (take_digits(s, 2, &mm) != 0) {
+        if (take_digits(s, 2, &mm) != 0 ||
+            (**s == ':' && (take_char(s, ':') != 0 || take_digits(s, 2, &ss) != 0))) {
             return -1;
         }
     } else if (**s != '\0' && take_digits(s, 2, &mm) != 0) {
         return -1;
     }
-    if (hh > 23 || mm > 59) {
+    if (hh > 23 || mm > 59 || ss > 59) {
         return -1;
     }
-    *offset = sign * (hh * 3600 + mm * 60);
+    *offset = sign * (hh * 3600 + mm * 60 + ss);
     return 0;
 }
 

@@ -9,7 +9,7 @@ use Apache::Test qw(-withtestmore);
 use Apache::TestRequest ();
 
 our @EXPORT = qw(json_request decode_body assert_error bankctl new_customer issue_token
-  db_exec db_value unique error_log_since error_log_mark);
+  db_exec db_value db_bool unique error_log_since error_log_mark);
 
 my $json = JSON::PP->new->canonical;
 my $seq  = 0;
@@ -17,7 +17,8 @@ my $seq  = 0;
 # A string unique to this run and call, for e-mails and references.
 sub unique { return sprintf '%d%d%04d', time, $$, $seq++ }
 
-# (method, path, headers => {...}, body => ref|string, content_type => ...)
+# (method, path, headers => {...}, body => ref|string, content_type => ..., ua => LWP agent)
+# path may be a full URL (another server).
 sub json_request {
     my ($method, $path, %o) = @_;
     my %h = %{ $o{headers} || {} };
@@ -33,7 +34,7 @@ sub json_request {
     my $req = HTTP::Request->new($method, Apache::TestRequest::resolve_url($path), [%h],
         @args ? $args[1] : undef);
     $req->header('Content-Length' => length $args[1]) if @args && !$o{chunked};
-    return Apache::TestRequest::user_agent()->request($req);
+    return ($o{ua} || Apache::TestRequest::user_agent())->request($req);
 }
 
 sub decode_body {
@@ -108,13 +109,22 @@ sub db_exec {
     if ($ENV{BANK_DBDRIVER} eq 'sqlite3') {
         $out = `${runas}sqlite3 -cmd '.timeout 10000' $ENV{BANK_DBPARAMS} ${\ _q($sql)}`;
     } else {
-        $out = `psql -X -q -t -A -v ON_ERROR_STOP=1 ${\ _q($ENV{BANK_PSQL_URL})} -c ${\ _q($sql)}`;
+        my $psql = $ENV{BANK_PSQL} // 'psql';
+        $out = `$psql -X -q -t -A -v ON_ERROR_STOP=1 ${\ _q($ENV{BANK_PSQL_URL})} -c ${\ _q($sql)}`;
     }
     die "db_exec failed: $sql" if $?;
     chomp $out;
     return $out;
 }
 sub db_value { return db_exec(@_) }
+
+# A boolean query result as 1 or 0 on both drivers (SQLite prints 1/0, psql t/f), undef for
+# NULL or no row.
+sub db_bool {
+    my $v = db_exec(@_);
+    return undef if $v eq '';
+    return $v =~ /^(1|t|true)$/ ? 1 : $v =~ /^(0|f|false)$/ ? 0 : die "db_bool: not a boolean: $v";
+}
 
 # Error log position, and what was logged after it (for "logged why" checks).
 sub error_log_mark {

@@ -1,0 +1,195 @@
+package Bank::Servers;
+# Helpers for running mod_bank as several servers on one PostgreSQL (issue 6): a second
+# httpd instance started from the test server's own configuration, requests fired at the
+# same moment across servers, and stopping/starting the database under httpd.
+#
+#   require_pgsql($why);                 # skip the file (visibly) unless DB=pgsql
+#   my $one = main_server();             # the Apache::Test server
+#   my $two = start_server();            # another httpd, same module, config and database
+#   $two->request(GET => '/misc/payment_banks', headers => {...});   # json_request's options
+#   my @res = concurrent(map { [$_ % 2 ? $one : $two, POST => '/path', body => {...}] } 1..10);
+#   pg_stop(); pg_start();               # the throwaway cluster of scripts/run-tests
+#
+# Cross-server cases still to write once the endpoints are merged (issue 6, point 4), each
+# with these helpers: the sign-in throttle shared (failed sign-ins alternated between $one
+# and $two reach 429 after BankSignInThrottle attempts in total); one webhook notice sent to
+# both at once via concurrent() stored once (one "duplicate": false, one true, one row);
+# ten concurrent BVN requests split across both open one account.
+use strict;
+use warnings FATAL => 'all';
+use Exporter 'import';
+use IO::Socket::INET ();
+use File::Path qw(make_path);
+use HTTP::Response ();
+use LWP::UserAgent ();
+use POSIX ();
+use Apache::Test qw(-withtestmore);
+use Apache::TestRequest ();
+use Bank::Test qw(json_request);
+
+our @EXPORT_OK = qw(require_pgsql main_server start_server concurrent pg_stop pg_start);
+
+# Skips the whole file unless the suite runs on PostgreSQL. The harness prints the reason
+# ("skipped: needs PostgreSQL ...") and scripts/run-tests repeats it in its summary.
+sub require_pgsql {
+    my ($why) = @_;
+    return if ($ENV{BANK_DBDRIVER} // '') eq 'pgsql';
+    plan(skip_all => "needs PostgreSQL (make test DB=pgsql): $why");
+    exit 0;
+}
+
+# ---- the database --------------------------------------------------------------------------
+
+sub _pgcluster {
+    my ($cmd) = @_;
+    my $out = `"$ENV{BANK_PGCLUSTER}" $cmd "$ENV{BANK_PG_DIR}" 2>&1`;
+    die "pgcluster $cmd failed: $out" if $?;
+}
+
+# Fast shutdown: PostgreSQL ends every session, as in a restart or a failover.
+sub pg_stop  { _pgcluster('stop') }
+sub pg_start { _pgcluster('start') }
+
+# ---- servers -------------------------------------------------------------------------------
+
+sub main_server {
+    (my $base = Apache::TestRequest::resolve_url('/')) =~ s{/$}{};
+    return bless { base => $base, main => 1 }, 'Bank::Servers::One';
+}
+
+sub _free_port {
+    my $s = IO::Socket::INET->new(Listen => 1, LocalAddr => '127.0.0.1', LocalPort => 0,
+        Proto => 'tcp') or die "no free port: $!";
+    my $port = $s->sockport;
+    close $s;
+    return $port;
+}
+
+sub _slurp {
+    my ($f) = @_;
+    open my $fh, '<', $f or die "$f: $!";
+    local $/;
+    return <$fh>;
+}
+
+sub _spew {
+    my ($f, $text) = @_;
+    open my $fh, '>', $f or die "$f: $!";
+    print $fh $text;
+    close $fh or die "$f: $!";
+}
+
+# Another httpd: the test server's httpd.conf and extra.conf with their own Listen, pid file,
+# logs and run-time directory, and without the test server's <VirtualHost>s. (extra => TEXT)
+# appends configuration.
+sub start_server {
+    my (%o) = @_;
+    my $vars = Apache::Test::vars();
+    my $port = _free_port();
+    my $dir  = "$ENV{BANK_TEST_ROOT}/server-$port";
+    make_path("$dir/logs", "$dir/state");
+
+    my $extra = _slurp("$vars->{t_conf}/extra.conf");
+    $extra =~ s{^\s*Listen\s.*$}{}mg;
+    $extra =~ s{^\s*<VirtualHost\b.*?^\s*</VirtualHost>\s*$}{}msg;
+    _spew("$dir/extra.conf", $extra . ($o{extra} // ''));
+
+    my @conf = ("Listen 127.0.0.1:$port");
+    for (split /\n/, _slurp("$vars->{t_conf}/httpd.conf")) {
+        next if /^\s*Listen\s/;
+        s{^(\s*)ServerName\s.*}{${1}ServerName 127.0.0.1:$port};
+        s{^(\s*)(PidFile|ErrorLog|TransferLog|ScriptSock|LockFile)\s+"?([^"]*?)"?\s*$}
+         {my ($i, $d, $b) = ($1, $2, $3); $b =~ s{.*/}{}; "$i$d \"$dir/logs/$b\""}e;
+        s{^(\s*)DefaultRunTimeDir\s.*}{$1DefaultRunTimeDir "$dir/logs"};
+        s{^(\s*)DefaultStateDir\s.*}{$1DefaultStateDir "$dir/state"};
+        s{^(\s*)Include\s+"?\S*/extra\.conf"?\s*$}{$1Include "$dir/extra.conf"};
+        push @conf, $_;
+    }
+    _spew("$dir/httpd.conf", join("\n", @conf) . "\n");
+
+    my $self = bless { base => "http://127.0.0.1:$port", port => $port, dir => $dir,
+        conf => "$dir/httpd.conf", pidfile => "$dir/logs/httpd.pid", httpd => $vars->{httpd} },
+      'Bank::Servers::One';
+    my $out = `"$self->{httpd}" -d "$vars->{serverroot}" -f "$self->{conf}" -D APACHE2 -D APACHE2_4 -k start 2>&1`;
+    die "second httpd did not start: $out" if $?;
+    for (1 .. 150) {
+        my $s = IO::Socket::INET->new(PeerAddr => '127.0.0.1', PeerPort => $port, Proto => 'tcp');
+        return $self if $s && -s $self->{pidfile};
+        select undef, undef, undef, 0.1;
+    }
+    $self->stop;
+    die "second httpd did not answer on port $port: " . $self->error_log_since(0);
+}
+
+# Fires every request at the same moment, each from its own process; returns the
+# HTTP::Response objects in order. A job: [$server, METHOD => $path, json_request options].
+sub concurrent {
+    my @jobs = @_;
+    pipe(my $go_r, my $go_w) or die "pipe: $!";
+    my @kids;
+    for my $i (0 .. $#jobs) {
+        my $file = "$ENV{BANK_TEST_ROOT}/concurrent.$$.$i";
+        my $pid  = fork // die "fork: $!";
+        if (!$pid) {
+            close $go_w;
+            my $go = <$go_r>;    # end of file: the parent has forked everyone
+            my ($server, $method, $path, %o) = @{ $jobs[$i] };
+            my $ua  = LWP::UserAgent->new(keep_alive => 0, timeout => 60);
+            my $res = json_request($method, $server->url($path), %o, ua => $ua);
+            _spew($file, $res->as_string("\n"));
+            POSIX::_exit(0);
+        }
+        push @kids, [$pid, $file];
+    }
+    close $go_r;
+    close $go_w;
+    my @out;
+    for my $k (@kids) {
+        waitpid $k->[0], 0;
+        my $text = -e $k->[1] ? _slurp($k->[1]) : "599 no answer\n\n";
+        unlink $k->[1];
+        push @out, HTTP::Response->parse($text);
+    }
+    return @out;
+}
+
+package Bank::Servers::One;
+use strict;
+use warnings FATAL => 'all';
+use Bank::Test qw(json_request);
+
+sub url  { my ($self, $path) = @_; return $self->{base} . $path }
+sub port { return $_[0]->{port} }
+
+# json_request against this server.
+sub request {
+    my ($self, $method, $path, %o) = @_;
+    return json_request($method, $self->url($path), %o);
+}
+
+sub error_log { my ($self) = @_; return "$self->{dir}/logs/error_log" }
+
+sub error_log_since {
+    my ($self, $mark) = @_;
+    return Bank::Test::error_log_since($mark) if $self->{main};
+    open my $fh, '<', $self->error_log or return '';
+    seek $fh, $mark, 0;
+    local $/;
+    return <$fh> // '';
+}
+
+sub stop {
+    my ($self) = @_;
+    return if $self->{main} || $self->{stopped}++;
+    my $pid = -s $self->{pidfile} ? do { local (@ARGV, $/) = $self->{pidfile}; <> } : 0;
+    chomp $pid if $pid;
+    system($self->{httpd}, '-f', $self->{conf}, '-k', 'stop');
+    for (1 .. 100) {
+        last unless $pid && kill 0, $pid;
+        select undef, undef, undef, 0.1;
+    }
+}
+
+sub DESTROY { $_[0]->stop }
+
+1;
