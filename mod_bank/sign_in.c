@@ -228,15 +228,17 @@ static int issue(sign_in_t *s, const char *customer_id, const char *expires, con
                       BANKLOGNO(0505) "cannot create a token secret (no randomness)");
         return bank_error(s->r, BANK_E_INTERNAL, NULL, NULL);
     }
-    const char *token_args[] = {customer_id, hash, SIGN_IN_ABILITIES, now, now, expires};
-    if ((rc = bank_db_begin(s->db)) != BANK_DB_OK ||
-        (rc = bank_db_select(s->db, "bank_token_insert", &rows, BANK_NARGS(token_args),
-                             token_args)) != BANK_DB_OK ||
-        (rc = bank_db_exec(s->db, "bank_device_upsert", NULL, BANK_NARGS(device_args),
-                           device_args)) != BANK_DB_OK ||
-        (rc = bank_db_exec(s->db, "bank_signin_clear", NULL, BANK_NARGS(clear_args), clear_args)) !=
-            BANK_DB_OK) {
-        return bank_error_db(s->r, s->db, rc, "sign-in");
+    {
+        const char *token_args[] = {customer_id, hash, SIGN_IN_ABILITIES, now, now, expires};
+        if ((rc = bank_db_begin(s->db)) != BANK_DB_OK ||
+            (rc = bank_db_select(s->db, "bank_token_insert", &rows, BANK_NARGS(token_args),
+                                 token_args)) != BANK_DB_OK ||
+            (rc = bank_db_exec(s->db, "bank_device_upsert", NULL, BANK_NARGS(device_args),
+                               device_args)) != BANK_DB_OK ||
+            (rc = bank_db_exec(s->db, "bank_signin_clear", NULL, BANK_NARGS(clear_args),
+                               clear_args)) != BANK_DB_OK) {
+            return bank_error_db(s->r, s->db, rc, "sign-in");
+        }
     }
     if (!(id = bank_rows_get(&rows, 0, 0))) {
         bank_db_end(s->db, 0);
@@ -293,11 +295,8 @@ int bank_sign_in_handler(request_rec *r)
     if ((rc = throttle_check(&s)) != OK) {
         return rc;
     }
-    {
-        const char *args[] = {s.email};
-        if ((dbrc = bank_db_select(s.db, "bank_customer_by_email", &rows, 1, args)) != BANK_DB_OK) {
-            return bank_error_db(r, s.db, dbrc, "customer lookup");
-        }
+    if ((dbrc = bank_db_select(s.db, "bank_customer_by_email", &rows, 1, &s.email)) != BANK_DB_OK) {
+        return bank_error_db(r, s.db, dbrc, "customer lookup");
     }
     if (!password_ok(&s, &rows, &why)) {
         return refuse(&s, why);
