@@ -35,28 +35,14 @@ typedef struct {
     const char *cutoff; /* now - window: rows older than this have expired */
 } sign_in_t;
 
-/* Every configured key is compared, none skipped after a match, through SHA-256 digests:
- * the time taken shows neither which key matched nor any key's length. */
-static int client_key_ok(request_rec *r, const apr_array_header_t *keys)
-{
-    const char *given = bank_bearer(r), *digest;
-    int i, match = 0;
-
-    if (!given) {
-        return 0;
-    }
-    digest = bank_sha256_hex(r->pool, given, strlen(given));
-    for (i = 0; i < keys->nelts; i++) {
-        const char *key = APR_ARRAY_IDX(keys, i, const char *);
-        match |= bank_secure_streq(digest, bank_sha256_hex(r->pool, key, strlen(key)));
-    }
-    return match;
-}
-
+/* Every configured key is compared, none skipped after a match (bank_secret_in), so the
+ * time taken shows neither which key matched nor a key's length. */
 static int check_client_key(request_rec *r, const bank_dir_conf *conf)
 {
-    if (!conf->client_keys || conf->client_keys->nelts == 0 ||
-        client_key_ok(r, conf->client_keys)) {
+    const apr_array_header_t *keys = conf->client_keys;
+
+    if (!keys || keys->nelts == 0 ||
+        bank_secret_in(bank_bearer(r), (const char *const *)keys->elts, keys->nelts)) {
         return OK;
     }
     ap_log_rerror(APLOG_MARK, APLOG_INFO, 0, r,
