@@ -1,7 +1,300 @@
-/* Not built yet: answers 503 until its issue lands. */
+/* POST /auth/sign_in (CONTRACT C4, C5, C6): client key, validation, throttling per
+ * (lower-cased e-mail, client IP) in the database, password verification with no timing
+ * oracle, then a new access token, the device and the cleared throttle in one transaction. */
+#include <string.h>
+#include <apr_strings.h>
+#include <http_protocol.h>
+#include <http_request.h>
 #include "mod_bank.h"
+#include "bank_json.h"
+#include "bank_password.h"
+#include "bank_token.h"
+#include "bank_util.h"
+
+APLOG_USE_MODULE(bank);
+
+/* Tokens issued here may do everything; narrower ones come from bankctl token issue. */
+#define SIGN_IN_ABILITIES "[\"*\"]"
+/* Expired throttle rows are pruned once they are older than this and than the window. */
+#define THROTTLE_KEEP apr_time_from_sec(86400)
+
+/* Columns of bank_customer_by_email, in order. */
+enum { C_ID, C_EMAIL, C_PASSWORD, C_FIRST, C_LAST, C_PHONE, C_VERIFIED, C_CREATED = 9, C_UPDATED };
+
+typedef struct {
+    request_rec *r;
+    bank_db_t *db;
+    const char *email;    /* as sent */
+    const char *email_lc; /* throttle key */
+    const char *ip;
+    const char *password;
+    const char *device;
+    int attempts;       /* BankSignInThrottle */
+    apr_int64_t window; /* seconds */
+    apr_time_t now;
+    const char *cutoff; /* now - window: rows older than this have expired */
+} sign_in_t;
+
+/* Every configured key is compared, none skipped after a match (bank_secret_in), so the
+ * time taken shows neither which key matched nor a key's length. */
+static int check_client_key(request_rec *r, const bank_dir_conf *conf)
+{
+    const apr_array_header_t *keys = conf->client_keys;
+
+    if (!keys || keys->nelts == 0 ||
+        bank_secret_in(bank_bearer(r), (const char *const *)keys->elts, keys->nelts)) {
+        return OK;
+    }
+    ap_log_rerror(APLOG_MARK, APLOG_INFO, 0, r,
+                  BANKLOGNO(0501) "sign-in refused: no valid client key (BankClientKey)");
+    return bank_error(r, BANK_E_UNAUTHORIZED_ACCESS, "A valid client key is required.", NULL);
+}
+
+static int validate(request_rec *r, json_object *body, sign_in_t *s)
+{
+    apr_array_header_t *errs = bank_errors_new(r->pool);
+
+    s->email = bank_v_string(errs, body, "email", 1, 254);
+    if (s->email && !bank_email_plausible(s->email)) {
+        bank_errors_add(errs, "email", "email", "The email field must be a valid email address");
+    }
+    s->password = bank_v_string(errs, body, "password", 1, 1024);
+    s->device = bank_v_string(errs, body, "deviceToken", 1, 4096);
+    if (errs->nelts > 0) {
+        return bank_error_validation(r, errs);
+    }
+    s->email_lc = bank_ascii_lower(r->pool, s->email);
+    return OK;
+}
+
+static void rate_headers(sign_in_t *s, int remaining)
+{
+    apr_table_setn(s->r->headers_out, "X-RateLimit-Limit", apr_itoa(s->r->pool, s->attempts));
+    apr_table_setn(s->r->headers_out, "X-RateLimit-Remaining",
+                   apr_itoa(s->r->pool, remaining > 0 ? remaining : 0));
+}
+
+/* Before any password work: 429 while the failures in the current window reach the limit. */
+static int throttle_check(sign_in_t *s)
+{
+    const char *args[] = {s->email_lc, s->ip, s->cutoff};
+    bank_rows_t rows;
+    bank_db_rc rc;
+    apr_time_t start;
+    apr_int64_t wait;
+
+    if ((rc = bank_db_select(s->db, "bank_signin_throttle_get", &rows, BANK_NARGS(args), args)) !=
+        BANK_DB_OK) {
+        return bank_error_db(s->r, s->db, rc, "sign-in throttle lookup");
+    }
+    if (rows.nrows == 0 || apr_atoi64(bank_rows_get(&rows, 0, 0)) < s->attempts) {
+        return OK;
+    }
+    if (bank_time_parse(bank_rows_get(&rows, 0, 1), &start) != 0) {
+        start = s->now;
+    }
+    /* whole seconds until the window ends, rounded up, at least 1 */
+    wait =
+        (start + apr_time_from_sec(s->window) - s->now + APR_USEC_PER_SEC - 1) / APR_USEC_PER_SEC;
+    if (wait < 1) {
+        wait = 1;
+    }
+    ap_log_rerror(
+        APLOG_MARK, APLOG_NOTICE, 0, s->r,
+        BANKLOGNO(0502) "sign-in throttled: %d failures from this client within %" APR_INT64_T_FMT
+                        "s",
+        s->attempts, s->window);
+    rate_headers(s, 0);
+    apr_table_setn(s->r->headers_out, "Retry-After",
+                   apr_psprintf(s->r->pool, "%" APR_INT64_T_FMT, wait));
+    return bank_error(
+        s->r, BANK_E_TOO_MANY_REQUESTS,
+        apr_psprintf(s->r->pool,
+                     "Too many failed sign-in attempts; try again in %" APR_INT64_T_FMT " seconds.",
+                     wait),
+        NULL);
+}
+
+/* Counts the failure (one atomic upsert, shared by every process) and answers 400. */
+static int refuse(sign_in_t *s, const char *why)
+{
+    const char *now = bank_time_iso(s->r->pool, s->now);
+    const char *args[] = {s->email_lc, s->ip, now, s->cutoff, s->cutoff};
+    bank_rows_t rows;
+    bank_db_rc rc;
+
+    if ((rc = bank_db_select(s->db, "bank_signin_fail", &rows, BANK_NARGS(args), args)) !=
+        BANK_DB_OK) {
+        return bank_error_db(s->r, s->db, rc, "sign-in failure count");
+    }
+    ap_log_rerror(APLOG_MARK, APLOG_INFO, 0, s->r, BANKLOGNO(0503) "sign-in refused: %s", why);
+    rate_headers(s, s->attempts - (int)apr_atoi64(bank_rows_get(&rows, 0, 0)));
+    return bank_error(s->r, BANK_E_INVALID_CREDENTIALS, NULL, NULL);
+}
+
+/* 1 if the password matches. An unknown e-mail and an unreadable stored hash still cost one
+ * verification, so the answer's timing does not tell them from a wrong password. */
+static int password_ok(sign_in_t *s, const bank_rows_t *rows, const char **why)
+{
+    const char *stored = rows->nrows == 1 ? bank_rows_get(rows, 0, C_PASSWORD) : NULL;
+    int rc = bank_password_verify(s->r->pool, s->password, stored ? stored : bank_password_dummy());
+
+    if (!stored) {
+        *why = "unknown e-mail";
+        return 0;
+    }
+    if (rc == BANK_PW_MALFORMED) {
+        ap_log_rerror(APLOG_MARK, APLOG_WARNING, 0, s->r,
+                      BANKLOGNO(0504) "customer %s: stored password hash is in no format "
+                                      "mod_bank reads (scrypt or bcrypt)",
+                      bank_rows_get(rows, 0, C_ID));
+        bank_password_verify(s->r->pool, s->password, bank_password_dummy());
+    }
+    *why = "wrong password";
+    return rc == BANK_PW_MATCH;
+}
+
+/* A database timestamp (either driver's text form) as the API writes it. */
+static json_object *time_json(apr_pool_t *p, const char *s)
+{
+    apr_time_t t;
+    return bank_json_str(s && bank_time_parse(s, &t) == 0 ? bank_time_iso(p, t) : s);
+}
+
+/* The customer of interface 2.2 from a bank_customer_by_email row. */
+static json_object *customer_json(apr_pool_t *p, const char *const *row)
+{
+    json_object *o = json_object_new_object();
+    const char *v = row[C_VERIFIED];
+
+    json_object_object_add(o, "customerId", bank_json_str(row[C_ID]));
+    json_object_object_add(o, "firstName", bank_json_str(row[C_FIRST]));
+    json_object_object_add(o, "lastName", bank_json_str(row[C_LAST]));
+    json_object_object_add(o, "email", bank_json_str(row[C_EMAIL]));
+    /* SQLite gives 1, PostgreSQL t */
+    json_object_object_add(
+        o, "emailVerified",
+        json_object_new_boolean(v && (!strcmp(v, "1") || !strcmp(v, "t") || !strcmp(v, "true"))));
+    json_object_object_add(o, "phone", bank_json_str(row[C_PHONE]));
+    json_object_object_add(o, "createdAt", time_json(p, row[C_CREATED]));
+    json_object_object_add(o, "updatedAt", time_json(p, row[C_UPDATED]));
+    json_object_object_add(
+        o, "fullName",
+        json_object_new_string(apr_pstrcat(p, row[C_FIRST] ? row[C_FIRST] : "", " ",
+                                           row[C_LAST] ? row[C_LAST] : "", (char *)NULL)));
+    json_object_object_add(o, "address", NULL);
+    return o;
+}
+
+static json_object *token_json(const char *plain, const char *expires)
+{
+    json_object *o = json_object_new_object(), *abilities = json_object_new_array();
+
+    json_object_array_add(abilities, json_object_new_string("*"));
+    json_object_object_add(o, "type", json_object_new_string("bearer"));
+    json_object_object_add(o, "token", json_object_new_string(plain));
+    json_object_object_add(o, "abilities", abilities);
+    json_object_object_add(o, "expiresAt", json_object_new_string(expires));
+    json_object_object_add(o, "name", NULL);
+    json_object_object_add(o, "lastUsedAt", NULL);
+    return o;
+}
+
+/* Token, device and cleared throttle in one transaction; the plaintext token on success. */
+static int issue(sign_in_t *s, const char *customer_id, const char *expires, const char **plain)
+{
+    const char *now = bank_time_iso(s->r->pool, s->now), *secret = NULL, *hash = NULL, *id;
+    const char *device_args[] = {customer_id, s->device, now, now};
+    const char *clear_args[] = {s->email_lc, s->ip};
+    bank_rows_t rows;
+    bank_db_rc rc;
+
+    if (bank_token_secret_new(s->r->pool, &secret, &hash) != 0) {
+        ap_log_rerror(APLOG_MARK, APLOG_ERR, 0, s->r,
+                      BANKLOGNO(0505) "cannot create a token secret (no randomness)");
+        return bank_error(s->r, BANK_E_INTERNAL, NULL, NULL);
+    }
+    {
+        const char *token_args[] = {customer_id, hash, SIGN_IN_ABILITIES, now, now, expires};
+        if ((rc = bank_db_begin(s->db)) != BANK_DB_OK ||
+            (rc = bank_db_select(s->db, "bank_token_insert", &rows, BANK_NARGS(token_args),
+                                 token_args)) != BANK_DB_OK ||
+            (rc = bank_db_exec(s->db, "bank_device_upsert", NULL, BANK_NARGS(device_args),
+                               device_args)) != BANK_DB_OK ||
+            (rc = bank_db_exec(s->db, "bank_signin_clear", NULL, BANK_NARGS(clear_args),
+                               clear_args)) != BANK_DB_OK) {
+            return bank_error_db(s->r, s->db, rc, "sign-in");
+        }
+    }
+    if (!(id = bank_rows_get(&rows, 0, 0))) {
+        bank_db_end(s->db, 0);
+        ap_log_rerror(APLOG_MARK, APLOG_ERR, 0, s->r,
+                      BANKLOGNO(0506) "sign-in: the token insert returned no id");
+        return bank_error(s->r, BANK_E_INTERNAL, NULL, NULL);
+    }
+    if ((rc = bank_db_end(s->db, 1)) != BANK_DB_OK) {
+        return bank_error_db(s->r, s->db, rc, "sign-in commit");
+    }
+    ap_log_rerror(APLOG_MARK, APLOG_INFO, 0, s->r,
+                  BANKLOGNO(0507) "customer %s signed in, token id %s", customer_id, id);
+    *plain = bank_token_encode(s->r->pool, id, secret);
+    return OK;
+}
+
+/* Best effort, after the answer's work is done: drops throttle rows long expired, so
+ * e-mail addresses that never sign in do not pile up. */
+static void prune(sign_in_t *s)
+{
+    apr_time_t keep =
+        apr_time_from_sec(s->window) > THROTTLE_KEEP ? apr_time_from_sec(s->window) : THROTTLE_KEEP;
+    const char *args[] = {bank_time_iso(s->r->pool, s->now - keep)};
+
+    if (bank_db_exec(s->db, "bank_signin_prune", NULL, 1, args) != BANK_DB_OK) {
+        ap_log_rerror(APLOG_MARK, APLOG_WARNING, 0, s->r,
+                      BANKLOGNO(0508) "could not prune sign-in throttle rows: %s", s->db->error);
+    }
+}
 
 int bank_sign_in_handler(request_rec *r)
 {
-    return bank_error_unavailable(r, "Sign-in is not enabled yet.", 3600);
+    bank_dir_conf *conf = bank_conf(r);
+    sign_in_t s = {r};
+    json_object *body, *out;
+    bank_rows_t rows;
+    bank_db_rc dbrc;
+    const char *why = NULL, *plain = NULL, *expires;
+    int rc;
+
+    if ((rc = bank_allow_methods(r, AP_METHOD_BIT << M_POST, "POST")) != OK ||
+        (rc = check_client_key(r, conf)) != OK ||
+        (rc = bank_read_json(r, &body, NULL, NULL)) != OK || (rc = validate(r, body, &s)) != OK) {
+        return rc;
+    }
+    if (!(s.db = bank_db(r))) {
+        return bank_error_db(r, NULL, BANK_DB_ERROR, "sign-in");
+    }
+    s.ip = bank_client_ip(r);
+    s.attempts = bank_conf_throttle_attempts(conf);
+    s.window = bank_conf_throttle_window(conf);
+    s.now = apr_time_now();
+    s.cutoff = bank_time_iso(r->pool, s.now - apr_time_from_sec(s.window));
+    if ((rc = throttle_check(&s)) != OK) {
+        return rc;
+    }
+    if ((dbrc = bank_db_select(s.db, "bank_customer_by_email", &rows, 1, &s.email)) != BANK_DB_OK) {
+        return bank_error_db(r, s.db, dbrc, "customer lookup");
+    }
+    if (!password_ok(&s, &rows, &why)) {
+        return refuse(&s, why);
+    }
+    expires = bank_time_iso(r->pool, s.now + apr_time_from_sec(bank_conf_token_lifetime(conf)));
+    if ((rc = issue(&s, bank_rows_get(&rows, 0, C_ID), expires, &plain)) != OK) {
+        return rc;
+    }
+    prune(&s);
+    r->user = apr_pstrdup(r->pool, bank_rows_get(&rows, 0, C_ID));
+    out = bank_json_own(r->pool, json_object_new_object());
+    json_object_object_add(out, "token", token_json(plain, expires));
+    json_object_object_add(out, "customer", customer_json(r->pool, rows.rows[0]));
+    return bank_send_json(r, HTTP_OK, out, NULL);
 }

@@ -65,6 +65,33 @@ const bank_stmt_t bank_statements[] = {
 
     /* sign_in.c: credentials, devices, throttling. */
     /* (sign-in statements) */
+    /* Failures of (lower-cased e-mail, client IP) in the window that has not yet expired
+     * (window_start after now - window). Timestamps compare as bank_time_iso text on SQLite
+     * (one fixed-width format orders correctly) and as timestamptz on PostgreSQL. */
+    {"bank_signin_throttle_get",
+     "SELECT failures, window_start FROM sign_in_attempts"
+     " WHERE email = %s AND ip = %s AND window_start > %pDz", NULL},
+    /* One failure, counted atomically: a new window when the old one expired (args: email,
+     * ip, now, cutoff, cutoff). */
+    {"bank_signin_fail",
+     "INSERT INTO sign_in_attempts (email, ip, failures, window_start) VALUES (%s, %s, 1, %pDz)"
+     " ON CONFLICT (email, ip) DO UPDATE SET"
+     " failures = CASE WHEN sign_in_attempts.window_start > %pDz"
+     " THEN sign_in_attempts.failures + 1 ELSE 1 END,"
+     " window_start = CASE WHEN sign_in_attempts.window_start > %pDz"
+     " THEN sign_in_attempts.window_start ELSE excluded.window_start END"
+     " RETURNING failures, window_start", NULL},
+    {"bank_signin_clear",
+     "DELETE FROM sign_in_attempts WHERE email = %s AND ip = %s", NULL},
+    {"bank_signin_prune",
+     "DELETE FROM sign_in_attempts WHERE window_start < %pDz", NULL},
+    {"bank_device_upsert",
+     "INSERT INTO devices (customer_id, device_token, created_at, last_seen_at)"
+     " VALUES (%s, %s, %pDz, %pDz) ON CONFLICT (customer_id, device_token)"
+     " DO UPDATE SET last_seen_at = excluded.last_seen_at",
+     "INSERT INTO devices (customer_id, device_token, created_at, last_seen_at)"
+     " VALUES (CAST(%s AS uuid), %s, %pDz, %pDz) ON CONFLICT (customer_id, device_token)"
+     " DO UPDATE SET last_seen_at = excluded.last_seen_at"},
 
     /* bvn.c: BVN verification and account opening. */
     /* (bvn statements) */

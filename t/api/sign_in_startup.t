@@ -1,0 +1,93 @@
+# BankClientKey unset (CONTRACT C4): httpd logs a warning at start-up, and sign-in takes no
+# client key. The test server sets keys, so this starts a small httpd of its own on the
+# same database, once without BankClientKey and once with it.
+use strict;
+use warnings FATAL => 'all';
+use Apache::Test qw(-withtestmore);
+use File::Temp qw(tempdir);
+use IO::Socket::INET;
+use LWP::UserAgent;
+use Bank::Test;
+
+my $httpd = $ENV{APACHE_TEST_HTTPD} || '/usr/sbin/apache2';
+my $dir = tempdir(CLEANUP => 1, DIR => $ENV{BANK_TEST_ROOT} || '/tmp');
+chmod 0755, $dir;
+
+sub free_port {
+    my $s = IO::Socket::INET->new(Listen => 1, LocalAddr => '127.0.0.1', LocalPort => 0) or die $!;
+    my $port = $s->sockport;
+    close $s;
+    return $port;
+}
+
+# Starts httpd with $extra in its configuration; returns (port, error log text at start-up).
+sub start {
+    my ($name, $extra) = @_;
+    my $port = free_port();
+    my $user = $> == 0 ? "User nobody\nGroup nogroup" : '';
+    open my $fh, '>', "$dir/$name.conf" or die $!;
+    print $fh <<"CONF";
+ServerRoot $dir
+ServerName localhost
+Listen 127.0.0.1:$port
+PidFile $dir/$name.pid
+ErrorLog $dir/$name.log
+LogLevel warn
+$user
+LoadModule mpm_event_module /usr/lib/apache2/modules/mod_mpm_event.so
+LoadModule authz_core_module /usr/lib/apache2/modules/mod_authz_core.so
+LoadModule dbd_module /usr/lib/apache2/modules/mod_dbd.so
+LoadModule bank_module $ENV{BANK_MODULE}
+DBDriver $ENV{BANK_DBDRIVER}
+DBDParams "$ENV{BANK_DBPARAMS}"
+DBDInitSQL "$ENV{BANK_DBINIT}"
+<Location /auth/sign_in>
+    SetHandler bank-sign-in
+</Location>
+$extra
+CONF
+    close $fh;
+    system($httpd, '-f', "$dir/$name.conf", '-k', 'start') == 0 or die "$httpd would not start";
+    my $log = '';
+    for (1 .. 200) {    # start-up is over once httpd says it resumes normal operations
+        $log = do { local (@ARGV, $/) = "$dir/$name.log"; <> } // '' if -e "$dir/$name.log";
+        last if $log =~ /AH00489/;
+        select undef, undef, undef, 0.05;
+    }
+    return ($port, $log);
+}
+
+sub stop {
+    my ($name) = @_;
+    my $pid = do { local (@ARGV, $/) = "$dir/$name.pid"; <> } // '';
+    system($httpd, '-f', "$dir/$name.conf", '-k', 'stop');
+    for (1 .. 100) {
+        last unless $pid =~ /(\d+)/ && kill 0, $1;
+        select undef, undef, undef, 0.05;
+    }
+}
+
+my $c = new_customer();
+my $body = JSON::PP->new->encode({ email => $c->{email}, password => $c->{password},
+        deviceToken => 'startup' });
+my $ua = LWP::UserAgent->new(timeout => 30);
+
+my ($port, $log) = start('nokey', '');
+like($log, qr/\[bank:warn\].*BANK0001: BankClientKey is not set/,
+    'BankClientKey unset: warning at start-up');
+my $res = $ua->post("http://127.0.0.1:$port/auth/sign_in", 'Content-Type' => 'application/json',
+    Content => $body);
+is($res->code, 200, 'BankClientKey unset: sign-in without a client key') or diag($res->content);
+stop('nokey');
+
+($port, $log) = start('key', 'BankClientKey startup-key-123');
+unlike($log, qr/BANK0001/, 'BankClientKey set: no warning');
+$res = $ua->post("http://127.0.0.1:$port/auth/sign_in", 'Content-Type' => 'application/json',
+    Content => $body);
+is($res->code, 401, 'BankClientKey set: sign-in without the key refused');
+$res = $ua->post("http://127.0.0.1:$port/auth/sign_in", 'Content-Type' => 'application/json',
+    Authorization => 'Bearer startup-key-123', Content => $body);
+is($res->code, 200, 'BankClientKey set: sign-in with the key');
+stop('key');
+
+done_testing();
