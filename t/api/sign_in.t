@@ -70,7 +70,7 @@ is($cu->{phone}, '+2348098765432', 'customer: phone');
 like($res->content, qr/"emailVerified":false/, 'customer: emailVerified is a JSON boolean');
 like($cu->{createdAt}, $ISO, 'customer: createdAt ISO');
 like($cu->{updatedAt}, $ISO, 'customer: updatedAt ISO');
-is($cu->{createdAt}, db_value("SELECT created_at FROM customers WHERE id = '$c->{id}'"),
+is($cu->{createdAt}, db_time("SELECT created_at FROM customers WHERE id = '$c->{id}'"),
     'customer: createdAt as stored');
 ok(exists $cu->{address} && !defined $cu->{address}, 'customer: address null');
 
@@ -80,8 +80,9 @@ $tid = b64url($tid);
 $secret = b64url($secret);
 like($tid, qr/^\d+$/, 'token: id part is the decimal row id');
 like($secret, qr/^[A-Za-z0-9_-]{40}\d+$/, 'token: secret = 40 characters + CRC-32');
-my $row = db_value("SELECT tokenable_id || '|' || type || '|' || hash || '|' || abilities || '|'"
-      . " || expires_at FROM auth_access_tokens WHERE id = $tid");
+my $row = db_value("SELECT tokenable_id || '|' || type || '|' || hash || '|' || abilities"
+      . " FROM auth_access_tokens WHERE id = $tid")
+  . '|' . db_time("SELECT expires_at FROM auth_access_tokens WHERE id = $tid");
 is($row, join('|', $c->{id}, 'auth_token', sha256_hex($secret), '["*"]', $tok->{expiresAt}),
     'token: stored with the SHA-256 of the secret, abilities and expiry');
 my $banks = Apache::TestRequest::GET('/misc/payment_banks', Authorization => "Bearer $tok->{token}");
@@ -95,8 +96,8 @@ db_exec("UPDATE devices SET created_at = '2000-01-01T00:00:00.000Z', last_seen_a
 is(sign_in(creds($c, deviceToken => 'device-first'))->code, 200, 'device: same device again');
 is(db_value("SELECT count(*) FROM devices WHERE customer_id = '$c->{id}'"), 1,
     'device: upserted, not duplicated');
-my ($created, $seen) = split /\|/,
-  db_value("SELECT created_at || '|' || last_seen_at FROM devices WHERE customer_id = '$c->{id}'");
+my ($created, $seen) =
+  map { db_time("SELECT $_ FROM devices WHERE customer_id = '$c->{id}'") } qw(created_at last_seen_at);
 is($created, '2000-01-01T00:00:00.000Z', 'device: created_at kept');
 ok(epoch($seen) >= $t0, 'device: last_seen_at refreshed') or diag($seen);
 is(sign_in(creds($c, deviceToken => 'device-second'))->code, 200, 'device: another device');
@@ -104,7 +105,7 @@ is(db_value("SELECT count(*) FROM devices WHERE customer_id = '$c->{id}'"), 2,
     'device: one row per device token');
 
 # --- the same customer again: a new token each time, emailVerified true -------------------
-db_exec("UPDATE customers SET email_verified = 1 WHERE id = '$c->{id}'");
+db_exec("UPDATE customers SET email_verified = TRUE WHERE id = '$c->{id}'");
 my $res2 = sign_in(creds($c));
 like($res2->content, qr/"emailVerified":true/, 'customer: emailVerified true once verified');
 isnt(decode_body($res2)->{body}{token}{token}, $tok->{token}, 'token: a new one per sign-in');

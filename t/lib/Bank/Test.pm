@@ -7,9 +7,10 @@ use Exporter 'import';
 use JSON::PP ();
 use Apache::Test qw(-withtestmore);
 use Apache::TestRequest ();
+use Time::Local qw(timegm_modern);
 
 our @EXPORT = qw(json_request decode_body assert_error bankctl new_customer issue_token
-  db_exec db_value db_bool unique error_log_since error_log_mark);
+  db_exec db_value db_bool db_time unique error_log_since error_log_mark);
 
 my $json = JSON::PP->new->canonical;
 my $seq  = 0;
@@ -124,6 +125,27 @@ sub db_bool {
     my $v = db_exec(@_);
     return undef if $v eq '';
     return $v =~ /^(1|t|true)$/ ? 1 : $v =~ /^(0|f|false)$/ ? 0 : die "db_bool: not a boolean: $v";
+}
+
+# One timestamp read from the database (a query giving one value) in the API's form,
+# 2026-11-22T07:40:22.123Z, to compare with answers and, as text, with other such values.
+# SQLite: the stored text as it is, not normalised: the module stores that form and its SQL
+# compares timestamps as text there. PostgreSQL: psql prints a timestamptz in its session
+# TimeZone ('2026-11-22 04:10:22.123-03:30'); that instant in UTC with milliseconds. Kept as
+# printed (so it fails a comparison with the API's form): NULL or no row (''), text that is
+# no timestamptz, and a value with digits below the millisecond, which the API cannot show.
+sub db_time {
+    my $v = db_exec(@_);
+    return $v if $ENV{BANK_DBDRIVER} eq 'sqlite3';
+    my ($y, $mo, $d, $h, $mi, $s, $frac, $sign, $oh, $om, $os) = $v =~ /^(\d{4})-(\d\d)-(\d\d)
+      [ ](\d\d):(\d\d):(\d\d)(?:\.(\d{1,6}))?([+-])(\d\d)(?::(\d\d))?(?::(\d\d))?\z/x
+      or return $v;
+    $frac = ($frac // '') . '000';
+    return $v if substr($frac, 3) =~ /[1-9]/;
+    my $offset = ($sign eq '-' ? -1 : 1) * ($oh * 3600 + ($om // 0) * 60 + ($os // 0));
+    my @g = gmtime(timegm_modern($s, $mi, $h, $d, $mo - 1, $y) - $offset);
+    return sprintf '%04d-%02d-%02dT%02d:%02d:%02d.%sZ', $g[5] + 1900, $g[4] + 1, @g[3, 2, 1, 0],
+      substr($frac, 0, 3);
 }
 
 # Error log position, and what was logged after it (for "logged why" checks).
