@@ -52,6 +52,7 @@ cmp_ok($with, '>=', 2, "before: httpd pools several sessions ($with)");
 is($without, 0, 'before: every session ran DBDInitSQL');
 my $parent = $ppid->();
 my $mark   = error_log_mark();
+my $zone   = db_value('SHOW TimeZone');
 
 # --- a short outage: most pooled connections are not touched during it, so they meet the
 # restarted server with their old session gone (mod_dbd still counts them as healthy) -------
@@ -79,6 +80,8 @@ is($ppid->(), $parent, 'after: the same httpd (no restart)');
 ($with, $without) = sessions();
 cmp_ok($with, '>=', 1, 'after: httpd pools sessions again');
 is($without, 0, 'after: every re-opened session ran DBDInitSQL again');
+is(db_value('SHOW TimeZone'), $zone,
+    "after: the cluster keeps its TimeZone ($zone): later files still read other zones' text");
 
 my $log = error_log_since($mark);
 ok($log !~ /exit signal|Segmentation|AH00052/, 'no httpd child crashed');
