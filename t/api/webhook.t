@@ -405,6 +405,11 @@ is($rc2, 0, 'bankctl notices: exit 0');
 my @rows = split /\n/, $text_out;
 is(scalar @rows, 4, 'bankctl notices --limit 3: header and three rows');
 like($rows[0], qr/^RECEIVED\s+PARTNER\s+STATUS/, 'bankctl notices: header');
+# RECEIVED is the stored instant in the API's form, whatever bankctl's session TimeZone (on
+# PostgreSQL the cluster's: -03:30 in the suite).
+my ($when, $by, undef, $code, undef, undef, $ref1) = map { $_ // '' } (split ' ', $rows[1] // '')[0 .. 6];
+is($when, db_time("SELECT received_at FROM payment_notices WHERE transaction_reference = '$ref1'"
+          . " AND status_code = '$code' AND partner = '$by'"), 'bankctl notices: RECEIVED as stored');
 my ($rc3, undef, $err3) = bankctl('notices', '--limit', '0');
 is($rc3, 2, 'bankctl notices --limit 0: exit 2');
 like($err3, qr/--limit/, 'bankctl notices --limit 0: says why');
