@@ -67,6 +67,36 @@ const bank_stmt_t bank_statements[] = {
 
     /* bvn.c: BVN verification and account opening. */
     /* (bvn statements) */
+    {"bank_bvn_record_find",
+     "SELECT first_name, last_name, date_of_birth FROM bvn_records WHERE bvn = %s",
+     "SELECT first_name, last_name, to_char(date_of_birth, 'YYYY-MM-DD') FROM bvn_records"
+     " WHERE bvn = %s"},
+    {"bank_customer_by_bvn",
+     "SELECT id FROM customers WHERE bvn = %s", NULL},
+    {"bank_account_by_customer",
+     "SELECT id, customer_id, account_type, balance_minor, currency, status, bank_name,"
+     " verified, bank_account_id, account_name, account_number, created_at, updated_at"
+     " FROM accounts WHERE customer_id = %s",
+     "SELECT id, customer_id, account_type, balance_minor, currency, status, bank_name,"
+     " verified, bank_account_id, account_name, account_number, created_at, updated_at"
+     " FROM accounts WHERE customer_id = CAST(%s AS uuid)"},
+    /* Only a customer not yet verified: a concurrent verification makes this change 0 rows. */
+    {"bank_customer_set_bvn",
+     "UPDATE customers SET bvn = %s, referral_code = %s, updated_at = %pDz"
+     " WHERE id = %s AND bvn IS NULL",
+     "UPDATE customers SET bvn = %s, referral_code = %s, updated_at = %pDz"
+     " WHERE id = CAST(%s AS uuid) AND bvn IS NULL"},
+    {"bank_account_serial_next",
+     "INSERT INTO account_serials (created_at) VALUES (%pDz) RETURNING serial", NULL},
+    {"bank_account_insert",
+     "INSERT INTO accounts (id, customer_id, account_type, balance_minor, currency, status,"
+     " bank_name, verified, bank_account_id, account_name, account_number, created_at,"
+     " updated_at) VALUES (%s, %s, 'personal', 0, 'NGN', 'bvn_verified', %s, TRUE, %s, %s,"
+     " %s, %pDz, %pDz)",
+     "INSERT INTO accounts (id, customer_id, account_type, balance_minor, currency, status,"
+     " bank_name, verified, bank_account_id, account_name, account_number, created_at,"
+     " updated_at) VALUES (CAST(%s AS uuid), CAST(%s AS uuid), 'personal', 0, 'NGN',"
+     " 'bvn_verified', %s, TRUE, %s, %s, %s, %pDz, %pDz)"},
 
     /* webhook.c: payment notices. */
     /* (webhook statements) */
