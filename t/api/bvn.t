@@ -73,8 +73,8 @@ is($det->{accountNumber}, nuban('999', $serial),
 
 is(customer_row($c->{id}), "$v->{bvn}|$cu->{referralCode}", 'db: customer has bvn and referral code');
 is(account_count($c->{id}), 1, 'db: one account');
-is(db_value("SELECT balance_minor || ' ' || verified FROM accounts WHERE customer_id = '$c->{id}'"),
-    '0 1', 'db: balance 0 kobo, verified');
+is(db_value("SELECT balance_minor || ' ' || CASE WHEN verified THEN 'yes' ELSE 'no' END"
+      . " FROM accounts WHERE customer_id = '$c->{id}'"), '0 yes', 'db: balance 0 kobo, verified');
 
 # --- the same BVN again: the same account, never a second --------------------------------
 my $again = bvn_post($v);
@@ -245,7 +245,9 @@ like($log, qr/BANK0604: customer \Q$c->{id}\E verified; account \Q$a->{accountId
 like($log, qr/BANK0605: customer \Q$un->{c}{id}\E: BVN not verified/, 'log: refusals logged');
 like($log, qr/BANK0602: customer \Q$odd->{c}{id}\E has a BVN but no account/,
     'log: the inconsistent customer logged');
-like($log, qr/BANK0601: token of customer/, 'log: the missing customer logged');
+# (PostgreSQL enforces the foreign key: deleting the customer deletes the token too.)
+like($log, qr/BANK0601: token of customer/, 'log: the missing customer logged')
+  if $ENV{BANK_DBDRIVER} eq 'sqlite3';
 my @leaks = grep { index($log, $_) >= 0 } used_bvns();
 is(scalar @leaks, 0, 'log: no BVN in any line (' . scalar(used_bvns()) . ' BVNs used)')
   or diag("leaked: @leaks");

@@ -7,6 +7,7 @@ use Apache::TestRequest ();
 use Bank::Test;
 use Bank::BvnTest;
 
+my $mark = error_log_mark();
 my $v    = verifiable();
 my %auth = (Authorization => "Bearer $v->{token}");
 my $good = { bvn_number => $v->{bvn}, date_of_birth => $v->{dob} };
@@ -93,5 +94,11 @@ assert_error($r, 503, 'E_UNAVAILABLE', 'database unreachable');
 like($r->header('Retry-After') // '', qr/^\d+$/, 'database unreachable: Retry-After');
 unlike($r->content, qr{missing-dir|sqlite|/tmp}i, 'database unreachable: no internals');
 Apache::TestRequest::module('default');
+
+# No BVN in the error log, whatever the request's fate.
+my $log   = error_log_since($mark);
+my @leaks = grep { index($log, $_) >= 0 } used_bvns();
+like($log, qr/BANK0301: bearer refused/, 'log: the refusals were logged');
+is(scalar @leaks, 0, 'log: no BVN in any line') or diag("leaked: @leaks");
 
 done_testing();
