@@ -11,6 +11,7 @@
 #include <apr_pools.h>
 #include <apr_hash.h>
 #include <apr_dbd.h>
+#include <apr_thread_mutex.h>
 
 typedef struct {
     const char *label;
@@ -34,6 +35,10 @@ typedef struct {
     int txn_failed;    /* a statement failed inside txn: it can only roll back */
     int txn_cleanup;   /* the pool cleanup that rolls back a forgotten txn is registered */
     const char *error; /* last driver error text, for the log only */
+    /* SQLite in a threaded server: the process's writer lock (see sql.c), else NULL;
+     * holding: this connection holds it. */
+    apr_thread_mutex_t *writer_lock;
+    int holding;
 } bank_db_t;
 
 /* What went wrong, as far as a handler must tell apart. */

@@ -141,8 +141,33 @@ static apr_dbd_prepared_t *lookup(bank_db_t *db, const char *label)
     return st;
 }
 
-bank_db_rc bank_db_select(bank_db_t *db, const char *label, bank_rows_t *out, int nargs,
-                          const char *const *args)
+/* SQLite through apr_dbd: the sqlite3 driver runs every call under one process-wide mutex,
+ * and SQLite's busy_timeout waits inside such a call. A thread waiting there for the write
+ * lock that another thread of the same process holds mid-transaction keeps that thread from
+ * going on until the wait times out (10 s a statement with busy_timeout 10000, measured).
+ * So within a process a transaction holds writer_lock from its BEGIN to its end, and a
+ * statement outside one holds it while it runs: no thread waits on SQLite for a lock its own
+ * process holds. Waits across processes stay SQLite's. No lock on PostgreSQL. */
+static int hold(bank_db_t *db)
+{
+    if (!db->writer_lock || db->holding) {
+        return 0;
+    }
+    apr_thread_mutex_lock(db->writer_lock);
+    db->holding = 1;
+    return 1;
+}
+
+static void release(bank_db_t *db)
+{
+    if (db->holding) {
+        db->holding = 0;
+        apr_thread_mutex_unlock(db->writer_lock);
+    }
+}
+
+static bank_db_rc run_select(bank_db_t *db, const char *label, bank_rows_t *out, int nargs,
+                             const char *const *args)
 {
     apr_dbd_prepared_t *st = lookup(db, label);
     apr_dbd_results_t *res = NULL;
@@ -179,16 +204,31 @@ bank_db_rc bank_db_select(bank_db_t *db, const char *label, bank_rows_t *out, in
     return BANK_DB_OK;
 }
 
+bank_db_rc bank_db_select(bank_db_t *db, const char *label, bank_rows_t *out, int nargs,
+                          const char *const *args)
+{
+    int mine = hold(db); /* no-op inside a transaction, which holds it already */
+    bank_db_rc rc = run_select(db, label, out, nargs, args);
+    if (mine) {
+        release(db);
+    }
+    return rc;
+}
+
 bank_db_rc bank_db_exec(bank_db_t *db, const char *label, int *affected, int nargs,
                         const char *const *args)
 {
     apr_dbd_prepared_t *st = lookup(db, label);
-    int n = 0, rv;
+    int n = 0, rv, mine;
 
     if (!st) {
         return BANK_DB_NO_STMT;
     }
+    mine = hold(db);
     rv = apr_dbd_pquery(db->driver, db->pool, db->handle, &n, st, nargs, (const char **)args);
+    if (mine) {
+        release(db);
+    }
     if (affected) {
         *affected = n;
     }
@@ -213,10 +253,14 @@ bank_db_rc bank_db_begin(bank_db_t *db)
 
     db->txn = NULL; /* the driver allocates it; a stale pointer would be reused */
     db->txn_failed = 0;
+    hold(db); /* until bank_db_end */
     rv = apr_dbd_transaction_start(db->driver, db->pool, db->handle, &db->txn);
     if (db->txn && !db->txn_cleanup) {
         apr_pool_cleanup_register(db->pool, db, rollback_open_txn, apr_pool_cleanup_null);
         db->txn_cleanup = 1;
+    }
+    if (!db->txn) {
+        release(db); /* nothing for bank_db_end to end */
     }
     return rv == 0 ? BANK_DB_OK : classify(db, rv);
 }
@@ -234,6 +278,7 @@ bank_db_rc bank_db_end(bank_db_t *db, int commit)
     rv = apr_dbd_transaction_end(db->driver, db->pool, db->txn);
     db->txn = NULL;
     db->txn_failed = 0;
+    release(db);
     if (rv != 0) {
         return classify(db, rv);
     }
