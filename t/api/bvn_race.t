@@ -30,14 +30,18 @@ sub hold_lock {
 }
 
 # Forks $n children that wait on one pipe, then all send the same request at once.
-# Returns [status, message, accountId] per child.
+# Returns ([status, message, accountId] per child, seconds until the last answer).
+# $used: mark the token as just used, so no request stops to record its use (a write that
+# would line the requests up before they reach the account).
 sub race {
-    my ($v, $n, $hold) = @_;
-    # The token was just used: no request stops to record its use (a write that would line
-    # the requests up before they reach the account).
-    my @t = gmtime;
-    my $now = sprintf '%04d-%02d-%02dT%02d:%02d:%02d.000Z', $t[5] + 1900, $t[4] + 1, @t[3, 2, 1, 0];
-    db_exec("UPDATE auth_access_tokens SET last_used_at = '$now' WHERE tokenable_id = '$v->{c}{id}'");
+    my ($v, $n, $hold, $used) = @_;
+    if ($used) {
+        my @t = gmtime;
+        my $now = sprintf '%04d-%02d-%02dT%02d:%02d:%02d.000Z', $t[5] + 1900, $t[4] + 1,
+          @t[3, 2, 1, 0];
+        db_exec("UPDATE auth_access_tokens SET last_used_at = '$now'"
+              . " WHERE tokenable_id = '$v->{c}{id}'");
+    }
     pipe(my $gate_r, my $gate_w) or die "pipe: $!";
     pipe(my $out_r,  my $out_w)  or die "pipe: $!";
     # One request first, so the children inherit LWP's lazily loaded modules instead of
@@ -81,15 +85,19 @@ sub race {
     my @r = map { chomp; [split /\t/] } @lines;
     my $span = (sort { $b <=> $a } map { $_->[3] - $t0 } @r)[0] // 0;
     diag(sprintf '%d requests answered within %.0f ms', scalar @r, $span * 1000);
-    return \@r;
+    return (\@r, $span);
 }
 
 # --- ten at once: twice as they come, twice with every request past the first check -------
+# Round 1 also records the token's first use (a write) while the account is being opened.
+# A request of one httpd process must never wait on SQLite for a lock its own process
+# holds: that stalled answers by 10 s and more (busy_timeout) before db.c's writer lock.
 for my $round (1 .. 4) {
     my $forced  = $round > 2;
     my $v       = verifiable();
     my $serials = next_serial();
-    my $r       = race($v, 10, $forced ? 2 : 0);
+    my ($r, $span) = race($v, 10, $forced ? 2 : 0, $round > 1);
+    cmp_ok($span, '<', ($forced ? 2 : 0) + 5, "race $round: no request stalled");
     is(scalar @$r, 10, "race $round: ten answers");
     is(scalar(grep { $_->[0] == 200 } @$r), 10, "race $round: all 200")
       or diag(join "\n", map { "@$_" } @$r);
