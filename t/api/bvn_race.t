@@ -22,7 +22,7 @@ sub hold_lock {
     my $runas = $> == 0 ? 'runuser -u nobody -- ' : '';
     my @cmd = $ENV{BANK_DBDRIVER} eq 'sqlite3'
       ? ('sh', '-c', "(echo 'BEGIN IMMEDIATE;'; sleep $secs; echo 'COMMIT;')"
-          . " | ${runas}sqlite3 $ENV{BANK_DBPARAMS}")
+          . " | ${runas}sqlite3 -cmd '.timeout 10000' $ENV{BANK_DBPARAMS}")
       : ('psql', '-X', '-q', '-v', 'ON_ERROR_STOP=1', $ENV{BANK_PSQL_URL}, '-c',
         "BEGIN; SELECT 1 FROM customers WHERE id = '$v->{c}{id}' FOR UPDATE;"
           . " SELECT pg_sleep($secs); COMMIT;");
