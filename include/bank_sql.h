@@ -11,6 +11,7 @@
 #include <apr_pools.h>
 #include <apr_hash.h>
 #include <apr_dbd.h>
+#include <apr_thread_mutex.h>
 
 typedef struct {
     const char *label;
@@ -53,6 +54,10 @@ struct bank_db_s {
      * for RESTORED only if it is a SELECT or BEGIN (a write may have committed). */
     bank_conn_state (*recover)(bank_db_t *db);
     int conn_lost; /* recover found the connection lost or down during this request */
+    /* SQLite in a threaded server: the process's writer lock (see sql.c), else NULL;
+     * holding: this connection holds it. */
+    apr_thread_mutex_t *writer_lock;
+    int holding;
 };
 
 /* What went wrong, as far as a handler must tell apart. */

@@ -15,6 +15,9 @@ APLOG_USE_MODULE(bank);
 static APR_OPTIONAL_FN_TYPE(ap_dbd_prepare) *dbd_prepare = NULL;
 static APR_OPTIONAL_FN_TYPE(ap_dbd_acquire) *dbd_acquire = NULL;
 
+/* One per process (created before the fork): SQLite writers of a process take turns (sql.c). */
+static apr_thread_mutex_t *sqlite_writer = NULL;
+
 /* How long a client should wait before retrying after a 503 from the database. */
 #define BANK_DB_RETRY_AFTER 5
 
@@ -68,6 +71,11 @@ int bank_db_post_config(apr_pool_t *pconf, apr_pool_t *plog, apr_pool_t *ptemp, 
     (void)ptemp;
 
     bank_db_retrieve_optional(); /* the optional_fn_retrieve hook runs after post_config */
+    if (apr_thread_mutex_create(&sqlite_writer, APR_THREAD_MUTEX_DEFAULT, pconf) != APR_SUCCESS) {
+        sqlite_writer = NULL;
+        ap_log_error(APLOG_MARK, APLOG_WARNING, 0, s,
+                     BANKLOGNO(0607) "no SQLite writer lock: concurrent writers may stall");
+    }
     if (!dbd_prepare) {
         ap_log_error(APLOG_MARK, APLOG_CRIT, 0, s,
                      BANKLOGNO(0201) "mod_dbd is not loaded: LoadModule dbd_module first");
@@ -276,6 +284,9 @@ bank_db_t *bank_db(request_rec *r)
     c->db.prepared = dbd->prepared;
     c->db.pool = r->pool;
     c->db.recover = recover;
+    if (strcmp(apr_dbd_name(dbd->driver), "sqlite3") == 0) {
+        c->db.writer_lock = sqlite_writer;
+    }
     return &c->db;
 }
 

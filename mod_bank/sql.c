@@ -95,6 +95,36 @@ const bank_stmt_t bank_statements[] = {
 
     /* bvn.c: BVN verification and account opening. */
     /* (bvn statements) */
+    {"bank_bvn_record_find",
+     "SELECT first_name, last_name, date_of_birth FROM bvn_records WHERE bvn = %s",
+     "SELECT first_name, last_name, to_char(date_of_birth, 'YYYY-MM-DD') FROM bvn_records"
+     " WHERE bvn = %s"},
+    {"bank_customer_by_bvn",
+     "SELECT id FROM customers WHERE bvn = %s", NULL},
+    {"bank_account_by_customer",
+     "SELECT id, customer_id, account_type, balance_minor, currency, status, bank_name,"
+     " verified, bank_account_id, account_name, account_number, created_at, updated_at"
+     " FROM accounts WHERE customer_id = %s",
+     "SELECT id, customer_id, account_type, balance_minor, currency, status, bank_name,"
+     " verified, bank_account_id, account_name, account_number, created_at, updated_at"
+     " FROM accounts WHERE customer_id = CAST(%s AS uuid)"},
+    /* Only a customer not yet verified: a concurrent verification makes this change 0 rows. */
+    {"bank_customer_set_bvn",
+     "UPDATE customers SET bvn = %s, referral_code = %s, updated_at = %pDz"
+     " WHERE id = %s AND bvn IS NULL",
+     "UPDATE customers SET bvn = %s, referral_code = %s, updated_at = %pDz"
+     " WHERE id = CAST(%s AS uuid) AND bvn IS NULL"},
+    {"bank_account_serial_next",
+     "INSERT INTO account_serials (created_at) VALUES (%pDz) RETURNING serial", NULL},
+    {"bank_account_insert",
+     "INSERT INTO accounts (id, customer_id, account_type, balance_minor, currency, status,"
+     " bank_name, verified, bank_account_id, account_name, account_number, created_at,"
+     " updated_at) VALUES (%s, %s, 'personal', 0, 'NGN', 'bvn_verified', %s, TRUE, %s, %s,"
+     " %s, %pDz, %pDz)",
+     "INSERT INTO accounts (id, customer_id, account_type, balance_minor, currency, status,"
+     " bank_name, verified, bank_account_id, account_name, account_number, created_at,"
+     " updated_at) VALUES (CAST(%s AS uuid), CAST(%s AS uuid), 'personal', 0, 'NGN',"
+     " 'bvn_verified', %s, TRUE, %s, %s, %s, %pDz, %pDz)"},
 
     /* webhook.c: payment notices. */
     /* (webhook statements) */
@@ -178,6 +208,31 @@ static apr_dbd_prepared_t *lookup(bank_db_t *db, const char *label)
     return st;
 }
 
+/* SQLite through apr_dbd: the sqlite3 driver runs every call under one process-wide mutex,
+ * and SQLite's busy_timeout waits inside such a call. A thread waiting there for the write
+ * lock that another thread of the same process holds mid-transaction keeps that thread from
+ * going on until the wait times out (10 s a statement with busy_timeout 10000, measured).
+ * So within a process a transaction holds writer_lock from its BEGIN to its end, and a
+ * statement outside one holds it while it runs: no thread waits on SQLite for a lock its own
+ * process holds. Waits across processes stay SQLite's. No lock on PostgreSQL. */
+static int hold(bank_db_t *db)
+{
+    if (!db->writer_lock || db->holding) {
+        return 0;
+    }
+    apr_thread_mutex_lock(db->writer_lock);
+    db->holding = 1;
+    return 1;
+}
+
+static void release(bank_db_t *db)
+{
+    if (db->holding) {
+        db->holding = 0;
+        apr_thread_mutex_unlock(db->writer_lock);
+    }
+}
+
 /* Whether the statement under label only reads (its text starts with SELECT). */
 static int is_select(const bank_db_t *db, const char *label)
 {
@@ -215,8 +270,8 @@ static void read_rows(bank_db_t *db, apr_dbd_results_t *res, bank_rows_t *out)
     out->rows = (const char ***)rows->elts;
 }
 
-bank_db_rc bank_db_select(bank_db_t *db, const char *label, bank_rows_t *out, int nargs,
-                          const char *const *args)
+static bank_db_rc run_select(bank_db_t *db, const char *label, bank_rows_t *out, int nargs,
+                             const char *const *args)
 {
     apr_dbd_prepared_t *st = lookup(db, label);
     apr_dbd_results_t *res = NULL;
@@ -240,18 +295,33 @@ bank_db_rc bank_db_select(bank_db_t *db, const char *label, bank_rows_t *out, in
     return BANK_DB_OK;
 }
 
+bank_db_rc bank_db_select(bank_db_t *db, const char *label, bank_rows_t *out, int nargs,
+                          const char *const *args)
+{
+    int mine = hold(db); /* no-op inside a transaction, which holds it already */
+    bank_db_rc rc = run_select(db, label, out, nargs, args);
+    if (mine) {
+        release(db);
+    }
+    return rc;
+}
+
 bank_db_rc bank_db_exec(bank_db_t *db, const char *label, int *affected, int nargs,
                         const char *const *args)
 {
     apr_dbd_prepared_t *st = lookup(db, label);
-    int n = 0, rv;
+    int n = 0, rv, mine;
 
     if (!st) {
         return BANK_DB_NO_STMT;
     }
+    mine = hold(db);
     rv = apr_dbd_pquery(db->driver, db->pool, db->handle, &n, st, nargs, (const char **)args);
     if (rv != 0 && retry(db, classify(db, rv), 0)) {
         rv = apr_dbd_pquery(db->driver, db->pool, db->handle, &n, st, nargs, (const char **)args);
+    }
+    if (mine) {
+        release(db);
     }
     if (affected) {
         *affected = n;
@@ -311,8 +381,18 @@ bank_db_rc bank_db_begin(bank_db_t *db)
     db->txn_failed = 0;
     db->in_txn = 0;
     if (!is_pgsql(db)) {
+        hold(db); /* until bank_db_end */
         if ((rv = apr_dbd_transaction_start(db->driver, db->pool, db->handle, &db->txn)) != 0) {
-            return classify(db, rv);
+            rc = classify(db, rv);
+            /* the driver keeps a failed BEGIN's transaction on the handle: end it, or every
+             * later statement on this pooled connection would report the same error */
+            if (db->txn) {
+                apr_dbd_transaction_mode_set(db->driver, db->txn, APR_DBD_TRANSACTION_ROLLBACK);
+                apr_dbd_transaction_end(db->driver, db->pool, db->txn);
+                db->txn = NULL;
+            }
+            release(db);
+            return rc;
         }
     } else {
         rc = pg_begin(db, &fresh);
@@ -353,6 +433,7 @@ bank_db_rc bank_db_end(bank_db_t *db, int commit)
     db->txn = NULL;
     db->in_txn = 0;
     db->txn_failed = 0;
+    release(db);
     if (rv != 0) {
         return classify(db, rv);
     }
