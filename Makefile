@@ -11,7 +11,7 @@ LIBS      := -ljson-c -lcrypto -lcrypt
 # Pure code: no httpd dependency; linked by the module, bankctl and the C unit tests.
 CORE_SRC  := mod_bank/util.c mod_bank/token.c mod_bank/password.c mod_bank/nuban.c \
              mod_bank/validate.c mod_bank/json.c mod_bank/sql.c mod_bank/notice.c \
-             mod_bank/account.c
+             mod_bank/account.c mod_bank/customer.c
 # httpd glue.
 MOD_SRC   := mod_bank/mod_bank.c mod_bank/config.c mod_bank/http.c mod_bank/db.c \
              mod_bank/auth.c mod_bank/banks.c mod_bank/sign_in.c mod_bank/bvn.c \

@@ -21,7 +21,5 @@ char *bank_referral_code(apr_pool_t *p);
 /* Minor units (kobo) as a decimal string with two fraction digits: 0 -> "0.00",
  * -105 -> "-1.05". Integer arithmetic only. */
 char *bank_money_text(apr_pool_t *p, apr_int64_t minor);
-/* A boolean column as either driver returns it: "1", "t", "true" (any case) are true. */
-int bank_sql_true(const char *v);
 
 #endif

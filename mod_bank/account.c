@@ -81,8 +81,3 @@ char *bank_money_text(apr_pool_t *p, apr_int64_t minor)
     return apr_psprintf(p, "%s%" APR_UINT64_T_FMT ".%02d", minor < 0 ? "-" : "", m / 100,
                         (int)(m % 100));
 }
-
-int bank_sql_true(const char *v)
-{
-    return v && (!strcmp(v, "1") || !strcasecmp(v, "t") || !strcasecmp(v, "true"));
-}

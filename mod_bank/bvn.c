@@ -8,6 +8,7 @@
 #include <http_request.h>
 #include "mod_bank.h"
 #include "bank_account.h"
+#include "bank_customer.h"
 #include "bank_json.h"
 #include "bank_nuban.h"
 #include "bank_util.h"
@@ -22,20 +23,8 @@ APLOG_USE_MODULE(bank);
 /* The write that a taken referral code makes fail: the only step worth another attempt. */
 static const char step_referral[] = "referral";
 
-/* Columns of bank_customer_by_id and bank_account_by_customer. */
-enum {
-    C_ID,
-    C_EMAIL,
-    C_PASSWORD,
-    C_FIRST,
-    C_LAST,
-    C_PHONE,
-    C_EMAIL_VERIFIED,
-    C_BVN,
-    C_REFERRAL,
-    C_CREATED,
-    C_UPDATED
-};
+/* Columns of bank_customer_by_id: BANK_CUST_* (bank_customer.h); of
+ * bank_account_by_customer: */
 enum {
     A_ID,
     A_CUSTOMER,
@@ -72,20 +61,13 @@ typedef struct {
 
 /* ---- the answer ---- */
 
-/* A stored timestamp in the answer's form; as stored if it cannot be read. */
-static json_object *json_time(apr_pool_t *p, const char *s)
-{
-    apr_time_t t;
-    return bank_json_str(s && bank_time_parse(s, &t) == 0 ? bank_time_iso(p, t) : s);
-}
-
 /* Interface 2.4. */
 static json_object *account_json(apr_pool_t *p, const char *const *a)
 {
     json_object *o = json_object_new_object(), *d = json_object_new_object();
 
     json_object_object_add(d, "bank", bank_json_str(a[A_BANK]));
-    json_object_object_add(d, "verified", json_object_new_boolean(bank_sql_true(a[A_VERIFIED])));
+    json_object_object_add(d, "verified", json_object_new_boolean(bank_db_bool(a[A_VERIFIED])));
     json_object_object_add(d, "accountId", bank_json_str(a[A_BANK_ID]));
     json_object_object_add(d, "accountName", bank_json_str(a[A_NAME]));
     json_object_object_add(d, "accountNumber", bank_json_str(a[A_NUMBER]));
@@ -99,32 +81,18 @@ static json_object *account_json(apr_pool_t *p, const char *const *a)
     json_object_object_add(o, "currency", bank_json_str(a[A_CURRENCY]));
     json_object_object_add(o, "status", bank_json_str(a[A_STATUS]));
     json_object_object_add(o, "details", d);
-    json_object_object_add(o, "createdAt", json_time(p, a[A_CREATED]));
-    json_object_object_add(o, "updatedAt", json_time(p, a[A_UPDATED]));
+    json_object_object_add(o, "createdAt", bank_json_time(p, a[A_CREATED]));
+    json_object_object_add(o, "updatedAt", bank_json_time(p, a[A_UPDATED]));
     return o;
 }
 
 /* Interface 2.3: the fields of 2.2 and bvn, referralCode, account, nin. */
 static json_object *customer_json(apr_pool_t *p, const char *const *c, const char *const *a)
 {
-    json_object *o = json_object_new_object();
+    json_object *o = bank_customer_json(p, c);
 
-    json_object_object_add(o, "customerId", bank_json_str(c[C_ID]));
-    json_object_object_add(o, "firstName", bank_json_str(c[C_FIRST]));
-    json_object_object_add(o, "lastName", bank_json_str(c[C_LAST]));
-    json_object_object_add(o, "email", bank_json_str(c[C_EMAIL]));
-    json_object_object_add(o, "emailVerified",
-                           json_object_new_boolean(bank_sql_true(c[C_EMAIL_VERIFIED])));
-    json_object_object_add(o, "phone", bank_json_str(c[C_PHONE]));
-    json_object_object_add(o, "createdAt", json_time(p, c[C_CREATED]));
-    json_object_object_add(o, "updatedAt", json_time(p, c[C_UPDATED]));
-    json_object_object_add(
-        o, "fullName",
-        json_object_new_string(apr_pstrcat(p, c[C_FIRST] ? c[C_FIRST] : "", " ",
-                                           c[C_LAST] ? c[C_LAST] : "", (char *)NULL)));
-    json_object_object_add(o, "address", NULL);
-    json_object_object_add(o, "bvn", bank_json_str(c[C_BVN]));
-    json_object_object_add(o, "referralCode", bank_json_str(c[C_REFERRAL]));
+    json_object_object_add(o, "bvn", bank_json_str(c[BANK_CUST_BVN]));
+    json_object_object_add(o, "referralCode", bank_json_str(c[BANK_CUST_REFERRAL]));
     json_object_object_add(o, "account", account_json(p, a));
     json_object_object_add(o, "nin", NULL);
     return o;
@@ -178,11 +146,11 @@ static bank_db_rc load_state(bank_db_t *db, bvn_state_t *st)
         return BANK_DB_OK;
     }
     st->customer = rows.rows[0];
-    if (st->customer[C_BVN] && strcmp(st->customer[C_BVN], st->bvn) != 0) {
+    if (st->customer[BANK_CUST_BVN] && strcmp(st->customer[BANK_CUST_BVN], st->bvn) != 0) {
         st->verdict = BVN_OTHER;
         return BANK_DB_OK;
     }
-    if (st->customer[C_BVN]) {
+    if (st->customer[BANK_CUST_BVN]) {
         if ((rc = bank_db_select(db, "bank_account_by_customer", &rows, 1, args)) != BANK_DB_OK) {
             return rc;
         }
@@ -387,8 +355,8 @@ static int check_record(request_rec *r, bank_db_t *db, const bvn_state_t *st, co
     } else if (!rows.rows[0][2] || strcmp(rows.rows[0][2], dob) != 0) {
         bank_errors_add(errs, "date_of_birth", "bvnMatch",
                         "The date_of_birth does not match the BVN record");
-    } else if (!bank_names_match(r->pool, rows.rows[0][0], rows.rows[0][1], st->customer[C_FIRST],
-                                 st->customer[C_LAST])) {
+    } else if (!bank_names_match(r->pool, rows.rows[0][0], rows.rows[0][1],
+                                 st->customer[BANK_CUST_FIRST], st->customer[BANK_CUST_LAST])) {
         bank_errors_add(errs, "bvn_number", "bvnMatch",
                         "The names on the BVN record do not match the customer's");
     }

@@ -166,33 +166,29 @@ static const char *check_name(cmd_parms *cmd, const char *arg, apr_size_t max, i
 
 /* ---------- directive handlers -------------------------------------------------------------- */
 
-static const char *set_client_key(cmd_parms *cmd, void *cfg, const char *arg)
+/* Appends one checked secret of a rotation list (BankClientKey, BankWebhookSecret). */
+static const char *add_secret(cmd_parms *cmd, apr_array_header_t **list, const char *arg)
 {
-    bank_dir_conf *c = cfg;
     const char *err = check_secret(cmd, arg);
     if (err) {
         return err;
     }
-    if (!c->client_keys) {
-        c->client_keys = apr_array_make(cmd->pool, 2, sizeof(const char *));
+    if (!*list) {
+        *list = apr_array_make(cmd->pool, 2, sizeof(const char *));
     }
-    *(const char **)apr_array_push(c->client_keys) = apr_pstrdup(cmd->pool, arg);
-    bank_client_key_seen = 1;
+    *(const char **)apr_array_push(*list) = apr_pstrdup(cmd->pool, arg);
     return NULL;
+}
+
+static const char *set_client_key(cmd_parms *cmd, void *cfg, const char *arg)
+{
+    bank_client_key_seen = 1;
+    return add_secret(cmd, &((bank_dir_conf *)cfg)->client_keys, arg);
 }
 
 static const char *set_webhook_secret(cmd_parms *cmd, void *cfg, const char *arg)
 {
-    bank_dir_conf *c = cfg;
-    const char *err = check_secret(cmd, arg);
-    if (err) {
-        return err;
-    }
-    if (!c->webhook_secrets) {
-        c->webhook_secrets = apr_array_make(cmd->pool, 2, sizeof(const char *));
-    }
-    *(const char **)apr_array_push(c->webhook_secrets) = apr_pstrdup(cmd->pool, arg);
-    return NULL;
+    return add_secret(cmd, &((bank_dir_conf *)cfg)->webhook_secrets, arg);
 }
 
 static const char *set_token_lifetime(cmd_parms *cmd, void *cfg, const char *arg)

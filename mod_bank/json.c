@@ -3,6 +3,7 @@
 #include <string.h>
 #include <apr_strings.h>
 #include "bank_json.h"
+#include "bank_util.h"
 
 static apr_status_t put_json(void *o)
 {
@@ -178,4 +179,11 @@ const char *bank_json_text(apr_pool_t *p, json_object *o)
 json_object *bank_json_str(const char *s)
 {
     return s ? json_object_new_string(s) : NULL;
+}
+
+json_object *bank_json_time(apr_pool_t *p, const char *db_text)
+{
+    apr_time_t t;
+    return bank_json_str(db_text && bank_time_parse(db_text, &t) == 0 ? bank_time_iso(p, t)
+                                                                      : db_text);
 }

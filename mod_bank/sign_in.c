@@ -6,6 +6,7 @@
 #include <http_protocol.h>
 #include <http_request.h>
 #include "mod_bank.h"
+#include "bank_customer.h"
 #include "bank_json.h"
 #include "bank_password.h"
 #include "bank_token.h"
@@ -17,9 +18,6 @@ APLOG_USE_MODULE(bank);
 #define SIGN_IN_ABILITIES "[\"*\"]"
 /* Expired throttle rows are pruned once they are older than this and than the window. */
 #define THROTTLE_KEEP apr_time_from_sec(86400)
-
-/* Columns of bank_customer_by_email, in order. */
-enum { C_ID, C_EMAIL, C_PASSWORD, C_FIRST, C_LAST, C_PHONE, C_VERIFIED, C_CREATED = 9, C_UPDATED };
 
 typedef struct {
     request_rec *r;
@@ -136,7 +134,7 @@ static int refuse(sign_in_t *s, const char *why)
  * verification, so the answer's timing does not tell them from a wrong password. */
 static int password_ok(sign_in_t *s, const bank_rows_t *rows, const char **why)
 {
-    const char *stored = rows->nrows == 1 ? bank_rows_get(rows, 0, C_PASSWORD) : NULL;
+    const char *stored = rows->nrows == 1 ? bank_rows_get(rows, 0, BANK_CUST_PASSWORD) : NULL;
     int rc = bank_password_verify(s->r->pool, s->password, stored ? stored : bank_password_dummy());
 
     if (!stored) {
@@ -147,43 +145,11 @@ static int password_ok(sign_in_t *s, const bank_rows_t *rows, const char **why)
         ap_log_rerror(APLOG_MARK, APLOG_WARNING, 0, s->r,
                       BANKLOGNO(0504) "customer %s: stored password hash is in no format "
                                       "mod_bank reads (scrypt or bcrypt)",
-                      bank_rows_get(rows, 0, C_ID));
+                      bank_rows_get(rows, 0, BANK_CUST_ID));
         bank_password_verify(s->r->pool, s->password, bank_password_dummy());
     }
     *why = "wrong password";
     return rc == BANK_PW_MATCH;
-}
-
-/* A database timestamp (either driver's text form) as the API writes it. */
-static json_object *time_json(apr_pool_t *p, const char *s)
-{
-    apr_time_t t;
-    return bank_json_str(s && bank_time_parse(s, &t) == 0 ? bank_time_iso(p, t) : s);
-}
-
-/* The customer of interface 2.2 from a bank_customer_by_email row. */
-static json_object *customer_json(apr_pool_t *p, const char *const *row)
-{
-    json_object *o = json_object_new_object();
-    const char *v = row[C_VERIFIED];
-
-    json_object_object_add(o, "customerId", bank_json_str(row[C_ID]));
-    json_object_object_add(o, "firstName", bank_json_str(row[C_FIRST]));
-    json_object_object_add(o, "lastName", bank_json_str(row[C_LAST]));
-    json_object_object_add(o, "email", bank_json_str(row[C_EMAIL]));
-    /* SQLite gives 1, PostgreSQL t */
-    json_object_object_add(
-        o, "emailVerified",
-        json_object_new_boolean(v && (!strcmp(v, "1") || !strcmp(v, "t") || !strcmp(v, "true"))));
-    json_object_object_add(o, "phone", bank_json_str(row[C_PHONE]));
-    json_object_object_add(o, "createdAt", time_json(p, row[C_CREATED]));
-    json_object_object_add(o, "updatedAt", time_json(p, row[C_UPDATED]));
-    json_object_object_add(
-        o, "fullName",
-        json_object_new_string(apr_pstrcat(p, row[C_FIRST] ? row[C_FIRST] : "", " ",
-                                           row[C_LAST] ? row[C_LAST] : "", (char *)NULL)));
-    json_object_object_add(o, "address", NULL);
-    return o;
 }
 
 static json_object *token_json(const char *plain, const char *expires)
@@ -288,13 +254,13 @@ int bank_sign_in_handler(request_rec *r)
         return refuse(&s, why);
     }
     expires = bank_time_iso(r->pool, s.now + apr_time_from_sec(bank_conf_token_lifetime(conf)));
-    if ((rc = issue(&s, bank_rows_get(&rows, 0, C_ID), expires, &plain)) != OK) {
+    if ((rc = issue(&s, bank_rows_get(&rows, 0, BANK_CUST_ID), expires, &plain)) != OK) {
         return rc;
     }
     prune(&s);
-    r->user = apr_pstrdup(r->pool, bank_rows_get(&rows, 0, C_ID));
+    r->user = apr_pstrdup(r->pool, bank_rows_get(&rows, 0, BANK_CUST_ID));
     out = bank_json_own(r->pool, json_object_new_object());
     json_object_object_add(out, "token", token_json(plain, expires));
-    json_object_object_add(out, "customer", customer_json(r->pool, rows.rows[0]));
+    json_object_object_add(out, "customer", bank_customer_json(r->pool, rows.rows[0]));
     return bank_send_json(r, HTTP_OK, out, NULL);
 }

@@ -450,5 +450,5 @@ const char *bank_rows_get(const bank_rows_t *r, int row, int col)
 
 int bank_db_bool(const char *v)
 {
-    return v && (strcmp(v, "1") == 0 || strcmp(v, "t") == 0 || strcmp(v, "true") == 0);
+    return v && (!strcmp(v, "1") || !strcasecmp(v, "t") || !strcasecmp(v, "true"));
 }

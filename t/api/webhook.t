@@ -420,11 +420,3 @@ is_deeply([secrets_in_log($SECRET_OLD, $SECRET_NEW, $HMAC_KEY, 'test-webhook-sec
 
 done_testing();
 
-sub uuid4 {
-    my @b = map { int rand 256 } 1 .. 16;
-    $b[6] = ($b[6] & 0x0f) | 0x40;
-    $b[8] = ($b[8] & 0x3f) | 0x80;
-    my $h = join '', map { sprintf '%02x', $_ } @b;
-    return join '-', substr($h, 0, 8), substr($h, 8, 4), substr($h, 12, 4), substr($h, 16, 4),
-      substr($h, 20);
-}

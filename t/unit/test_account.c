@@ -5,6 +5,7 @@
 #include <apr_strings.h>
 
 #include "bank_account.h"
+#include "bank_sql.h"
 
 static void test_names_match(apr_pool_t *p)
 {
@@ -76,15 +77,15 @@ static void test_money_text(apr_pool_t *p)
 
 static void test_sql_true(void)
 {
-    CHECK(bank_sql_true("1"));
-    CHECK(bank_sql_true("t"));
-    CHECK(bank_sql_true("TRUE"));
-    CHECK(bank_sql_true("true"));
-    CHECK(!bank_sql_true("0"));
-    CHECK(!bank_sql_true("f"));
-    CHECK(!bank_sql_true("false"));
-    CHECK(!bank_sql_true(""));
-    CHECK(!bank_sql_true(NULL));
+    CHECK(bank_db_bool("1"));
+    CHECK(bank_db_bool("t"));
+    CHECK(bank_db_bool("TRUE"));
+    CHECK(bank_db_bool("true"));
+    CHECK(!bank_db_bool("0"));
+    CHECK(!bank_db_bool("f"));
+    CHECK(!bank_db_bool("false"));
+    CHECK(!bank_db_bool(""));
+    CHECK(!bank_db_bool(NULL));
 }
 
 static void run_tests(apr_pool_t *p)

@@ -7,7 +7,7 @@ use Exporter 'import';
 use Bank::Test;
 
 our @EXPORT = qw(next_bvn used_bvns verifiable bvn_post nuban next_serial customer_row
-  account_count uuid4);
+  account_count);
 
 my @used;
 my $n = 0;
@@ -82,13 +82,5 @@ sub account_count {
     return db_value("SELECT count(*) FROM accounts WHERE customer_id = '$id'");
 }
 
-sub uuid4 {
-    my @b = map { int rand 256 } 1 .. 16;
-    $b[6] = ($b[6] & 0x0f) | 0x40;
-    $b[8] = ($b[8] & 0x3f) | 0x80;
-    my $h = join '', map { sprintf '%02x', $_ } @b;
-    return join '-', substr($h, 0, 8), substr($h, 8, 4), substr($h, 12, 4), substr($h, 16, 4),
-      substr($h, 20);
-}
 
 1;

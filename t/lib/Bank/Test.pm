@@ -10,7 +10,7 @@ use Apache::TestRequest ();
 use Time::Local qw(timegm_modern);
 
 our @EXPORT = qw(json_request decode_body assert_error bankctl new_customer issue_token
-  db_exec db_value db_bool db_time unique error_log_since error_log_mark);
+  db_exec db_value db_bool db_time unique uuid4 error_log_since error_log_mark);
 
 my $json = JSON::PP->new->canonical;
 my $seq  = 0;
@@ -77,6 +77,16 @@ sub bankctl {
     return ($rc, $out, $err) if wantarray;
     die "bankctl @args[0,1] failed ($rc): $err" if $rc;
     return $out;
+}
+
+# A random RFC 4122 version 4 UUID (test data only).
+sub uuid4 {
+    my @b = map { int rand 256 } 1 .. 16;
+    $b[6] = ($b[6] & 0x0f) | 0x40;
+    $b[8] = ($b[8] & 0x3f) | 0x80;
+    my $h = join '', map { sprintf '%02x', $_ } @b;
+    return join '-', substr($h, 0, 8), substr($h, 8, 4), substr($h, 12, 4), substr($h, 16, 4),
+      substr($h, 20);
 }
 
 sub _q { my $s = shift; $s =~ s/'/'\\''/g; return "'$s'" }
