@@ -20,7 +20,7 @@ HEADERS   := $(wildcard include/*.h)
 UNIT_SRC  := $(wildcard t/unit/test_*.c)
 UNIT_BIN  := $(patsubst t/unit/%.c,$(BUILD)/unit/%,$(UNIT_SRC))
 
-.PHONY: all deps build run start stop test unit itest format lint clean bench
+.PHONY: all deps build run start stop test unit itest format lint clean bench memcheck
 all: build
 
 deps:
@@ -66,6 +66,10 @@ stop:
 
 bench: deps build
 	@./scripts/bench
+
+# httpd with the module under valgrind, every endpoint's success and error paths.
+memcheck: deps build
+	@./scripts/memcheck
 
 format:
 	clang-format -i mod_bank/*.c include/*.h t/unit/*.c t/unit/*.h
