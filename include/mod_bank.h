@@ -36,9 +36,8 @@ typedef struct {
     const char *sig_header;              /* BankWebhookSignature */
     bank_hmac_alg sig_alg;
     const char *sig_key;
-    const char *partner;  /* BankWebhookPartner */
-    const char *location; /* the <Location> path, for the default partner name */
-    int sig_set;          /* BankWebhookSignature given here */
+    const char *partner; /* BankWebhookPartner */
+    int sig_set;         /* BankWebhookSignature given here */
 } bank_dir_conf;
 
 extern module AP_MODULE_DECLARE_DATA bank_module;
@@ -56,7 +55,9 @@ apr_int64_t bank_conf_max_body(const bank_dir_conf *c);
 apr_int64_t bank_conf_banks_max_age(const bank_dir_conf *c);
 const char *bank_conf_account_bank(const bank_dir_conf *c);
 const char *bank_conf_account_bank_code(const bank_dir_conf *c);
-const char *bank_conf_partner(const bank_dir_conf *c);
+const char *bank_conf_partner(request_rec *r, const bank_dir_conf *c);
+/* The path of the <Location> that maps this request (NULL for regex sections). */
+const char *bank_location(request_rec *r);
 
 /* ---------- HTTP layer (http.c) ----------------------------------------------------------- */
 

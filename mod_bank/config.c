@@ -4,6 +4,7 @@
 #include <string.h>
 #include <apr_strings.h>
 #include <apr_lib.h>
+#include <http_core.h>
 #include <http_request.h>
 #include "mod_bank.h"
 #include "bank_nuban.h"
@@ -32,7 +33,7 @@ void *bank_create_dir_conf(apr_pool_t *p, char *dir)
     c->throttle_window = BANK_UNSET;
     c->max_body = BANK_UNSET;
     c->banks_max_age = BANK_UNSET;
-    c->location = dir ? apr_pstrdup(p, dir) : NULL;
+    (void)dir;
     return c;
 }
 
@@ -52,7 +53,6 @@ void *bank_merge_dir_conf(apr_pool_t *p, void *basev, void *addv)
     MERGE_PTR(account_bank_code);
     MERGE_PTR(webhook_secrets);
     MERGE_PTR(partner);
-    MERGE_PTR(location);
     /* The signature triple is one setting: take it whole from where it was given. */
     if (add->sig_set) {
         m->sig_set = 1;
@@ -96,14 +96,26 @@ const char *bank_conf_account_bank_code(const bank_dir_conf *c)
     return c->account_bank_code ? c->account_bank_code : defaults.account_bank_code;
 }
 
-const char *bank_conf_partner(const bank_dir_conf *c)
+const char *bank_location(request_rec *r)
 {
-    const char *slash;
+    /* core's own record of the section that applied last: ours is only created for sections
+     * that hold one of our directives, and SetHandler alone is core's */
+    const core_dir_config *d = ap_get_core_module_config(r->per_dir_config);
+    if (!d || !d->d || d->r || d->d_is_fnmatch || d->d[0] != '/') {
+        return NULL;
+    }
+    return d->d;
+}
+
+const char *bank_conf_partner(request_rec *r, const bank_dir_conf *c)
+{
+    const char *loc, *slash;
     if (c->partner) {
         return c->partner;
     }
     /* Default: the last non-empty segment of the <Location> path (/webhook/paystack). */
-    if (c->location && (slash = strrchr(c->location, '/')) && slash[1]) {
+    loc = bank_location(r);
+    if (loc && (slash = strrchr(loc, '/')) && slash[1]) {
         return slash + 1;
     }
     return defaults.partner;

@@ -20,6 +20,27 @@ static const struct {
     {"bank-webhook", bank_webhook_handler},
 };
 
+/* A <Location /x> also catches /x/anything: each endpoint serves its own path (and a
+ * trailing slash) only. Routing stays httpd's; this only refuses what no endpoint serves.
+ * Regex and wildcard sections are left to the operator's pattern. */
+static int serves_path(request_rec *r)
+{
+    const char *loc = bank_location(r);
+    apr_size_t n;
+
+    if (!loc) {
+        return 1;
+    }
+    n = strlen(loc);
+    while (n > 1 && loc[n - 1] == '/') {
+        n--;
+    }
+    if (strncmp(r->uri, loc, n) != 0) {
+        return 1; /* reached some other way (an alias, a sub-request): not ours to judge */
+    }
+    return r->uri[n] == '\0' || (r->uri[n] == '/' && r->uri[n + 1] == '\0');
+}
+
 static int bank_handler(request_rec *r)
 {
     apr_size_t i;
@@ -28,6 +49,9 @@ static int bank_handler(request_rec *r)
     }
     for (i = 0; i < sizeof(handlers) / sizeof(handlers[0]); i++) {
         if (!strcmp(r->handler, handlers[i].name)) {
+            if (!serves_path(r)) {
+                return bank_error(r, BANK_E_ROUTE_NOT_FOUND, NULL, NULL);
+            }
             return handlers[i].fn(r);
         }
     }

@@ -25,7 +25,7 @@ static int authenticate(request_rec *r, const bank_dir_conf *conf, const char *p
         ap_log_rerror(APLOG_MARK, APLOG_ERR, 0, r,
                       BANKLOGNO(0701) "no BankWebhookSecret for partner %s (Location %s): "
                                       "every payment notice is refused with 503 until one is set",
-                      partner, conf->location ? conf->location : "(none)");
+                      partner, bank_location(r) ? bank_location(r) : "(none)");
         return bank_error_unavailable(r, NULL, WEBHOOK_UNCONFIGURED_RETRY);
     }
     if (!bank_secret_in(bearer, (const char *const *)secrets->elts, secrets->nelts)) {
@@ -149,7 +149,7 @@ static int store(request_rec *r, const bank_notice_t *n, const char *partner, co
 int bank_webhook_handler(request_rec *r)
 {
     const bank_dir_conf *conf = bank_conf(r);
-    const char *partner = bank_conf_partner(conf), *raw = NULL;
+    const char *partner = bank_conf_partner(r, conf), *raw = NULL;
     apr_array_header_t *errs = bank_errors_new(r->pool);
     apr_size_t len = 0;
     json_object *body = NULL, *answer;

@@ -1,0 +1,27 @@
+# Routing is httpd's (<Location> + SetHandler); a handler reached for a path below its
+# Location that it does not serve answers 404 E_ROUTE_NOT_FOUND (CONTRACT C3).
+use strict;
+use warnings FATAL => 'all';
+use Apache::Test qw(-withtestmore);
+use Apache::TestRequest qw(GET);
+use Bank::Test;
+
+my $c     = new_customer();
+my %auth  = (Authorization => 'Bearer ' . issue_token($c->{email}));
+
+for my $path ('/misc/payment_banks/extra', '/misc/payment_banks/x/y', '/v2/banks/more') {
+    assert_error(GET($path, %auth), 404, 'E_ROUTE_NOT_FOUND', "GET $path");
+}
+for my $path ('/auth/sign_in/x', '/onboarding/bvn/x', '/webhook/partner/x') {
+    assert_error(json_request('POST', $path, body => {}), 404, 'E_ROUTE_NOT_FOUND', "POST $path");
+}
+
+# The endpoint's own path, with or without a trailing slash, is served.
+is(GET('/misc/payment_banks', %auth)->code,  200, 'the Location path itself is served');
+is(GET('/misc/payment_banks/', %auth)->code, 200, 'a trailing slash is served');
+is(GET('/v2/banks', %auth)->code,            200, 'another prefix, its own path');
+# A path outside every Location is httpd's own 404 (no handler of ours reached).
+isnt(GET('/misc/payment_banksX', %auth)->header('Content-Type') // '', 'application/json; charset=utf-8',
+    'a path that only shares a prefix is not ours');
+
+done_testing();
