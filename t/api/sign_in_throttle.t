@@ -7,34 +7,9 @@ use warnings FATAL => 'all';
 use Apache::Test qw(-withtestmore);
 use POSIX qw(strftime);
 use Bank::Test;
-
-my $KEY = 'test-client-key-1';
-
-sub sign_in {
-    my ($email, $password, $path) = @_;
-    return json_request('POST', $path || '/auth/sign_in',
-        headers => { Authorization => "Bearer $KEY" },
-        body    => { email => $email, password => $password, deviceToken => 'throttle-device' });
-}
+use Bank::SignIn;
 
 sub iso_ago { return strftime('%Y-%m-%dT%H:%M:%S.000Z', gmtime(time - $_[0])) }
-
-sub attempts_row {
-    my ($email) = @_;
-    return db_value("SELECT failures || '|' || ip FROM sign_in_attempts WHERE email = '$email'");
-}
-
-sub is_429 {
-    my ($res, $name, $max_wait) = @_;
-    assert_error($res, 429, 'E_TOO_MANY_REQUESTS', $name);
-    my $ra = $res->header('Retry-After') // '';
-    like($ra, qr/^\d+$/, "$name: Retry-After in seconds");
-    ok($ra >= 1 && $ra <= $max_wait, "$name: Retry-After within the window (1..$max_wait)")
-      or diag("Retry-After: $ra");
-    is($res->header('X-RateLimit-Limit'), 5, "$name: X-RateLimit-Limit") if $max_wait == 60;
-    is($res->header('X-RateLimit-Remaining'), 0, "$name: X-RateLimit-Remaining 0");
-    return $ra;
-}
 
 # --- five failures are answered 400, the sixth 429, even with the right password ----------
 my $c = new_customer(email => 'Throttle.' . unique() . '@Example.com');

@@ -6,7 +6,7 @@ use warnings FATAL => 'all';
 use Exporter 'import';
 use Bank::Test;
 
-our @EXPORT = qw(next_bvn used_bvns verifiable bvn_post nuban next_serial customer_row
+our @EXPORT = qw(next_bvn used_bvns verifiable bvn_req bvn_post nuban next_serial customer_row
   account_count);
 
 my @used;
@@ -39,15 +39,19 @@ sub verifiable {
     return \%v;
 }
 
-# POST /onboarding/bvn as $v (a verifiable) with its own BVN and date unless given.
-sub bvn_post {
+# (METHOD, path, options) of POST /onboarding/bvn as $v (a verifiable) with its own BVN and
+# date unless given: for json_request, a server's request() or Bank::Servers::concurrent.
+sub bvn_req {
     my ($v, %o) = @_;
     my $body = exists $o{body} ? $o{body}
       : { bvn_number => $o{bvn} // $v->{bvn}, date_of_birth => $o{dob} // $v->{dob} };
-    return json_request('POST', $o{path} // '/onboarding/bvn',
+    return ('POST', $o{path} // '/onboarding/bvn',
         headers => { Authorization => 'Bearer ' . ($o{token} // $v->{token}) },
         body    => $body);
 }
+
+# POST /onboarding/bvn to the test server (bvn_req's options).
+sub bvn_post { return json_request(bvn_req(@_)) }
 
 # NUBAN (CBN 2020), written again here so the test does not trust the module's own.
 sub nuban {

@@ -8,7 +8,7 @@ use File::Temp ();
 use JSON::PP ();
 use Bank::Test;
 
-our @EXPORT = qw(notice notice_json hmac deliver stored stored_count secrets_in_log
+our @EXPORT = qw(notice notice_json hmac delivery deliver stored stored_count secrets_in_log
   $SECRET_OLD $SECRET_NEW $HMAC_KEY);
 
 our $SECRET_OLD = 'test-webhook-secret-old';
@@ -61,17 +61,22 @@ sub hmac {
     return $1;
 }
 
-# POSTs a notice (hash ref or exact text). Options: path (/webhook/partner), secret
-# (default the new one; undef: no Authorization), headers, content_type.
-sub deliver {
+# (METHOD, path, options) of a delivery of a notice (hash ref or exact text): for
+# json_request, a server's request() or Bank::Servers::concurrent. Options: path
+# (/webhook/partner), secret (default the new one; undef: no Authorization), headers,
+# content_type.
+sub delivery {
     my ($body, %o) = @_;
     my $text = ref $body ? notice_json($body) : $body;
     my %h    = %{ $o{headers} || {} };
     my $secret = exists $o{secret} ? $o{secret} : $SECRET_NEW;
     $h{Authorization} = "Bearer $secret" if defined $secret;
-    return json_request('POST', $o{path} || '/webhook/partner', headers => \%h, body => $text,
+    return ('POST', $o{path} || '/webhook/partner', headers => \%h, body => $text,
         exists $o{content_type} ? (content_type => $o{content_type}) : ());
 }
+
+# POSTs a notice to the test server (delivery's options).
+sub deliver { return json_request(delivery(@_)) }
 
 # One column of the stored notice with this reference (and partner), or undef.
 sub stored {
