@@ -7,6 +7,7 @@ use Apache::Test qw(-withtestmore);
 use Apache::TestRequest ();
 use Bank::Test;
 use Bank::BvnTest;
+use Bank::Servers qw(pg_hold);
 use POSIX ();
 use Time::HiRes ();
 
@@ -17,16 +18,13 @@ my $mark = error_log_mark();
 # write lock (BEGIN IMMEDIATE), or on PostgreSQL the customer's row.
 sub hold_lock {
     my ($v, $secs) = @_;
+    return pg_hold($secs, "SELECT 1 FROM customers WHERE id = '$v->{c}{id}' FOR UPDATE")
+      if $ENV{BANK_DBDRIVER} eq 'pgsql';
     my $pid = fork // die "fork: $!";
     return $pid if $pid;
     my $runas = $> == 0 ? 'runuser -u nobody -- ' : '';
-    my @cmd = $ENV{BANK_DBDRIVER} eq 'sqlite3'
-      ? ('sh', '-c', "(echo 'BEGIN IMMEDIATE;'; sleep $secs; echo 'COMMIT;')"
-          . " | ${runas}sqlite3 -cmd '.timeout 10000' $ENV{BANK_DBPARAMS}")
-      : ('psql', '-X', '-q', '-v', 'ON_ERROR_STOP=1', $ENV{BANK_PSQL_URL}, '-c',
-        "BEGIN; SELECT 1 FROM customers WHERE id = '$v->{c}{id}' FOR UPDATE;"
-          . " SELECT pg_sleep($secs); COMMIT;");
-    exec(@cmd) or POSIX::_exit(1);
+    exec('sh', '-c', "(echo 'BEGIN IMMEDIATE;'; sleep $secs; echo 'COMMIT;')"
+          . " | ${runas}sqlite3 -cmd '.timeout 10000' $ENV{BANK_DBPARAMS}") or POSIX::_exit(1);
 }
 
 # Forks $n children that wait on one pipe, then all send the same request at once.

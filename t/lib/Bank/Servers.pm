@@ -8,13 +8,11 @@ package Bank::Servers;
 #   my $two = start_server();            # another httpd, same module, config and database
 #   $two->request(GET => '/misc/payment_banks', headers => {...});   # json_request's options
 #   my @res = concurrent(map { [$_ % 2 ? $one : $two, POST => '/path', body => {...}] } 1..10);
+#   my $mark = $two->error_log_mark;     # then $two->error_log_since($mark)
 #   pg_stop(); pg_start();               # the throwaway cluster of scripts/run-tests
+#   my $pid = pg_hold(3, $sql);          # another session holds what $sql locks, 3 s
 #
-# Cross-server cases still to write once the endpoints are merged (issue 6, point 4), each
-# with these helpers: the sign-in throttle shared (failed sign-ins alternated between $one
-# and $two reach 429 after BankSignInThrottle attempts in total); one webhook notice sent to
-# both at once via concurrent() stored once (one "duplicate": false, one true, one row);
-# ten concurrent BVN requests split across both open one account.
+# t/api/pg_servers.t uses them for the cross-server cases of issue 6, point 4.
 use strict;
 use warnings FATAL => 'all';
 use Exporter 'import';
@@ -25,9 +23,9 @@ use LWP::UserAgent ();
 use POSIX ();
 use Apache::Test qw(-withtestmore);
 use Apache::TestRequest ();
-use Bank::Test qw(json_request);
+use Bank::Test qw(json_request db_value);
 
-our @EXPORT_OK = qw(require_pgsql main_server start_server concurrent pg_stop pg_start);
+our @EXPORT_OK = qw(require_pgsql main_server start_server concurrent pg_stop pg_start pg_hold);
 
 # Skips the whole file unless the suite runs on PostgreSQL. The harness prints the reason
 # ("skipped: needs PostgreSQL ...") and scripts/run-tests repeats it in its summary.
@@ -49,6 +47,33 @@ sub _pgcluster {
 # Fast shutdown: PostgreSQL ends every session, as in a restart or a failover.
 sub pg_stop  { _pgcluster('stop') }
 sub pg_start { _pgcluster('start') }
+
+# Runs $sql in a transaction of another session that then sleeps $secs seconds and rolls
+# back, in the background: what $sql locks (a row, or a unique key it inserts) is held
+# meanwhile. Returns the holder's pid (waitpid it; $? 0: it held and ended) once it sleeps,
+# that is once it holds.
+my $holds = 0;
+
+sub pg_hold {
+    my ($secs, $sql) = @_;
+    my $app = "bank_hold_${$}_" . $holds++;
+    my $pid = fork // die "fork: $!";
+    if (!$pid) {
+        $ENV{PGAPPNAME} = $app;
+        { exec($ENV{BANK_PSQL} // 'psql', '-X', '-q', '-o', '/dev/null', '-v', 'ON_ERROR_STOP=1',
+            $ENV{BANK_PSQL_URL}, '-c', "BEGIN; $sql; SELECT pg_sleep($secs); ROLLBACK;") }
+        POSIX::_exit(1);
+    }
+    for (1 .. 400) {
+        return $pid if db_value("SELECT count(*) FROM pg_stat_activity"
+              . " WHERE application_name = '$app' AND wait_event = 'PgSleep'");
+        last if waitpid($pid, POSIX::WNOHANG()) == $pid;    # it failed
+        select undef, undef, undef, 0.025;
+    }
+    kill 'TERM', $pid;
+    waitpid $pid, 0;
+    die "pg_hold: the holder never slept holding ($sql)";
+}
 
 # ---- servers -------------------------------------------------------------------------------
 
@@ -168,6 +193,12 @@ sub request {
 }
 
 sub error_log { my ($self) = @_; return "$self->{dir}/logs/error_log" }
+
+sub error_log_mark {
+    my ($self) = @_;
+    return Bank::Test::error_log_mark() if $self->{main};
+    return -s $self->error_log || 0;
+}
 
 sub error_log_since {
     my ($self, $mark) = @_;
