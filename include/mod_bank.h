@@ -44,8 +44,6 @@ extern module AP_MODULE_DECLARE_DATA bank_module;
 extern const command_rec bank_cmds[];
 void *bank_create_dir_conf(apr_pool_t *p, char *dir);
 void *bank_merge_dir_conf(apr_pool_t *p, void *base, void *add);
-/* Set by BankClientKey anywhere in the configuration, for the start-up warning. */
-extern int bank_client_key_seen;
 
 bank_dir_conf *bank_conf(request_rec *r);
 apr_int64_t bank_conf_token_lifetime(const bank_dir_conf *c);

@@ -11,8 +11,6 @@
 
 APLOG_USE_MODULE(bank);
 
-int bank_client_key_seen = 0;
-
 /* The defaults, in one place (docs/configuration.md lists the same values). */
 static const struct {
     apr_int64_t token_lifetime;
@@ -109,14 +107,22 @@ const char *bank_location(request_rec *r)
 
 const char *bank_conf_partner(request_rec *r, const bank_dir_conf *c)
 {
-    const char *loc, *slash;
+    const char *loc, *end, *start;
     if (c->partner) {
         return c->partner;
     }
-    /* Default: the last non-empty segment of the <Location> path (/webhook/paystack). */
+    /* Default: the last non-empty segment of the <Location> path: /webhook/paystack and
+     * /webhook/paystack/ both name "paystack" (two partners must never share a name, or
+     * their notices would count as each other's duplicates). */
     loc = bank_location(r);
-    if (loc && (slash = strrchr(loc, '/')) && slash[1]) {
-        return slash + 1;
+    if (loc) {
+        for (end = loc + strlen(loc); end > loc && end[-1] == '/'; end--) {
+        }
+        for (start = end; start > loc && start[-1] != '/'; start--) {
+        }
+        if (end > start) {
+            return apr_pstrmemdup(r->pool, start, (apr_size_t)(end - start));
+        }
     }
     return defaults.partner;
 }
@@ -194,7 +200,6 @@ static const char *add_secret(cmd_parms *cmd, apr_array_header_t **list, const c
 
 static const char *set_client_key(cmd_parms *cmd, void *cfg, const char *arg)
 {
-    bank_client_key_seen = 1;
     return add_secret(cmd, &((bank_dir_conf *)cfg)->client_keys, arg);
 }
 

@@ -1,5 +1,6 @@
 /* mod_bank: module registration, hooks and the handler names the operator maps to URLs
- * with SetHandler (CONTRACT C2). Routing is httpd's: nothing here looks at r->uri. */
+ * with SetHandler (CONTRACT C2). Routing is httpd's: r->uri is only compared with the
+ * Location that already matched, to refuse paths below it (404, CONTRACT C3). */
 #include <string.h>
 #include <httpd.h>
 #include <http_config.h>
@@ -81,13 +82,40 @@ static void bank_optional_fn_retrieve(void)
     bank_db_retrieve_optional();
 }
 
-static int bank_pre_config(apr_pool_t *pconf, apr_pool_t *plog, apr_pool_t *ptemp)
+/* 1 if BankClientKey is set for server s itself or in any of its <Location> sections. */
+static int server_has_client_key(server_rec *s)
 {
-    (void)pconf;
-    (void)plog;
-    (void)ptemp;
-    bank_client_key_seen = 0; /* a restart reads the configuration anew */
-    return OK;
+    const bank_dir_conf *c = ap_get_module_config(s->lookup_defaults, &bank_module);
+    core_server_config *sconf = ap_get_core_module_config(s->module_config);
+    ap_conf_vector_t **sec = (ap_conf_vector_t **)sconf->sec_url->elts;
+    int i;
+
+    if (c && c->client_keys) {
+        return 1;
+    }
+    for (i = 0; i < sconf->sec_url->nelts; i++) {
+        c = ap_get_module_config(sec[i], &bank_module);
+        if (c && c->client_keys) {
+            return 1;
+        }
+    }
+    return 0;
+}
+
+/* CONTRACT C4: without BankClientKey sign-in takes no client key, and start-up says so, for
+ * each server (virtual host) on its own: a key in one must not hide another's lack of one. */
+static void warn_unkeyed_servers(server_rec *s)
+{
+    server_rec *sp;
+    for (sp = s; sp; sp = sp->next) {
+        if (!server_has_client_key(sp)) {
+            ap_log_error(APLOG_MARK, APLOG_WARNING, 0, sp,
+                         BANKLOGNO(0001) "BankClientKey is not set for server %s:%u: sign-in "
+                                         "there accepts requests without a client key",
+                         sp->server_hostname ? sp->server_hostname : "(unnamed)",
+                         (unsigned)sp->port);
+        }
+    }
 }
 
 static int bank_post_config(apr_pool_t *pconf, apr_pool_t *plog, apr_pool_t *ptemp, server_rec *s)
@@ -95,11 +123,7 @@ static int bank_post_config(apr_pool_t *pconf, apr_pool_t *plog, apr_pool_t *pte
     if (ap_state_query(AP_SQ_MAIN_STATE) == AP_SQ_MS_CREATE_PRE_CONFIG) {
         return OK;
     }
-    if (!bank_client_key_seen) {
-        ap_log_error(APLOG_MARK, APLOG_WARNING, 0, s,
-                     BANKLOGNO(0001) "BankClientKey is not set: sign-in accepts requests "
-                                     "without a client key");
-    }
+    warn_unkeyed_servers(s);
     return bank_db_post_config(pconf, plog, ptemp, s);
 }
 
@@ -115,7 +139,6 @@ static void bank_register_hooks(apr_pool_t *p)
     (void)p;
     ap_hook_optional_fn_retrieve(bank_optional_fn_retrieve, NULL, NULL, APR_HOOK_MIDDLE);
     bank_db_register_hooks();
-    ap_hook_pre_config(bank_pre_config, NULL, NULL, APR_HOOK_MIDDLE);
     ap_hook_post_config(bank_post_config, NULL, before_dbd, APR_HOOK_MIDDLE);
     ap_hook_child_init(bank_child_init, NULL, NULL, APR_HOOK_MIDDLE);
     ap_hook_map_to_storage(bank_map_to_storage, NULL, NULL, APR_HOOK_FIRST);

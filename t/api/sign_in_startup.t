@@ -90,4 +90,25 @@ $res = $ua->post("http://127.0.0.1:$port/auth/sign_in", 'Content-Type' => 'appli
 is($res->code, 200, 'BankClientKey set: sign-in with the key');
 stop('key');
 
+# A key in one virtual host must not hide another server's lack of one: the warning is
+# per server, naming it.
+my $vport = free_port();
+($port, $log) = start('vhost', <<"VH");
+Listen 127.0.0.1:$vport
+<VirtualHost 127.0.0.1:$vport>
+    ServerName keyed.example
+    BankClientKey vhost-key-123
+    <Location /auth/sign_in>
+        SetHandler bank-sign-in
+    </Location>
+</VirtualHost>
+VH
+my @warned = $log =~ /BANK0001: BankClientKey is not set for server ([^:]+):/g;
+is_deeply(\@warned, ['localhost'], 'one warning, for the server without a key only');
+is($ua->post("http://127.0.0.1:$port/auth/sign_in", 'Content-Type' => 'application/json',
+    Content => $body)->code, 200, 'the server without a key takes sign-ins without one');
+is($ua->post("http://127.0.0.1:$vport/auth/sign_in", 'Content-Type' => 'application/json',
+    Content => $body)->code, 401, 'the keyed virtual host requires its key');
+stop('vhost');
+
 done_testing();
