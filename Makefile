@@ -20,7 +20,7 @@ HEADERS   := $(wildcard include/*.h)
 UNIT_SRC  := $(wildcard t/unit/test_*.c)
 UNIT_BIN  := $(patsubst t/unit/%.c,$(BUILD)/unit/%,$(UNIT_SRC))
 
-.PHONY: all deps build run start stop test unit itest format lint clean bench memcheck
+.PHONY: all deps build run start stop test unit itest format lint clean bench memcheck install
 all: build
 
 deps:
@@ -70,6 +70,17 @@ bench: deps build
 # httpd with the module under valgrind, every endpoint's success and error paths.
 memcheck: deps build
 	@./scripts/memcheck
+
+# Installs the module where httpd's other modules live, bankctl, the SQL files it applies and
+# the Location examples (DESTDIR for packaging).
+LIBEXECDIR := $(shell $(APXS) -q LIBEXECDIR 2>/dev/null)
+install: build
+	install -d $(DESTDIR)$(LIBEXECDIR) $(DESTDIR)/usr/local/bin $(DESTDIR)/usr/local/share/mod_bank \
+	    $(DESTDIR)/etc/apache2/mod_bank
+	install -m 644 $(BUILD)/mod_bank.so $(DESTDIR)$(LIBEXECDIR)/mod_bank.so
+	install -m 755 $(BUILD)/bankctl $(DESTDIR)/usr/local/bin/bankctl
+	cp -r sql $(DESTDIR)/usr/local/share/mod_bank/
+	install -m 644 conf/bank.conf $(DESTDIR)/etc/apache2/mod_bank/bank.conf
 
 format:
 	clang-format -i mod_bank/*.c include/*.h t/unit/*.c t/unit/*.h
