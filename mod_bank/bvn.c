@@ -402,7 +402,9 @@ int bank_bvn_handler(request_rec *r)
     if ((drc = load_state(db, &st)) != BANK_DB_OK) {
         return bank_error_db(r, db, drc, "customer lookup");
     }
-    if (st.verdict == BVN_NO_CUSTOMER) {
+    /* A customer verified with another BVN is told so before the record is looked at: the
+     * answer is about their own state, and tells nothing about the BVN they sent. */
+    if (st.verdict == BVN_NO_CUSTOMER || st.verdict == BVN_OTHER) {
         return answer(r, &st, 0);
     }
     if ((rc = check_record(r, db, &st, dob, &account_name)) != OK) {
