@@ -172,8 +172,12 @@ int bank_banks_handler(request_rec *r)
         r->status = HTTP_NOT_MODIFIED;
         return OK;
     }
+    if (rc == HTTP_PRECONDITION_FAILED) {
+        /* If-Match (or If-Unmodified-Since) does not hold: in the CONTRACT C3 shape */
+        return bank_error(r, BANK_E_PRECONDITION_FAILED, NULL, NULL);
+    }
     if (rc != OK) {
-        return rc; /* 412 for a failed If-Match: httpd's own answer */
+        return rc;
     }
     return bank_send_text(r, HTTP_OK, text, strlen(text));
 }

@@ -380,16 +380,18 @@ int bank_bvn_handler(request_rec *r)
     bank_db_rc drc;
     int rc, opened = 0;
 
+    /* The token before the body (CONTRACT C3): a caller without one gets 401, whatever
+     * they sent, and nothing of the body is read or parsed for them. */
     if ((rc = bank_allow_methods(r, AP_METHOD_BIT << M_POST, "POST")) != OK) {
-        return rc;
-    }
-    if ((rc = bank_read_json(r, &body, NULL, NULL)) != OK) {
         return rc;
     }
     if (!(db = bank_db(r))) {
         return bank_error_db(r, NULL, BANK_DB_ERROR, "BVN verification");
     }
     if ((rc = bank_authenticate(r, db, "onboarding:bvn", &who)) != OK) {
+        return rc;
+    }
+    if ((rc = bank_read_json(r, &body, NULL, NULL)) != OK) {
         return rc;
     }
     memset(&st, 0, sizeof(st));
@@ -400,7 +402,9 @@ int bank_bvn_handler(request_rec *r)
     if ((drc = load_state(db, &st)) != BANK_DB_OK) {
         return bank_error_db(r, db, drc, "customer lookup");
     }
-    if (st.verdict == BVN_NO_CUSTOMER) {
+    /* A customer verified with another BVN is told so before the record is looked at: the
+     * answer is about their own state, and tells nothing about the BVN they sent. */
+    if (st.verdict == BVN_NO_CUSTOMER || st.verdict == BVN_OTHER) {
         return answer(r, &st, 0);
     }
     if ((rc = check_record(r, db, &st, dob, &account_name)) != OK) {

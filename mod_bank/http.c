@@ -28,6 +28,8 @@ static const struct {
     [BANK_E_BVN_IN_USE] = {409, "E_BVN_IN_USE", "This BVN belongs to another customer."},
     [BANK_E_ALREADY_VERIFIED] = {409, "E_ALREADY_VERIFIED",
                                  "This customer is already verified with another BVN."},
+    [BANK_E_PRECONDITION_FAILED] = {412, "E_PRECONDITION_FAILED",
+                                    "The resource does not match the request's precondition."},
     [BANK_E_PAYLOAD_TOO_LARGE] = {413, "E_PAYLOAD_TOO_LARGE", "The request body is too large."},
     [BANK_E_UNSUPPORTED_MEDIA_TYPE] = {415, "E_UNSUPPORTED_MEDIA_TYPE",
                                        "The request body must be application/json."},

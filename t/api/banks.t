@@ -56,6 +56,24 @@ is($nm2->code, 200, 'banks: other ETag answers 200');
 my $nm3 = GET '/misc/payment_banks', %auth, 'If-None-Match' => "\"x\", $etag";
 is($nm3->code, 304, 'banks: ETag in a list answers 304');
 
+# If-Match that does not hold: 412 in the CONTRACT shape, with the ETag it failed against.
+for my $im ('"0000"', '"x", "y"', 'W/' . $etag) {
+    my $pf = GET '/misc/payment_banks', %auth, 'If-Match' => $im;
+    assert_error($pf, 412, 'E_PRECONDITION_FAILED', "If-Match $im");
+    is($pf->header('ETag'), $etag, "If-Match $im: ETag of the current list");
+    unlike($pf->content, qr/"banks"/, "If-Match $im: no list");
+}
+my $iu = GET '/misc/payment_banks', %auth, 'If-Unmodified-Since' => 'Mon, 01 Jan 2001 00:00:00 GMT';
+assert_error($iu, 412, 'E_PRECONDITION_FAILED', 'If-Unmodified-Since in the past');
+my $pfh = HEAD '/misc/payment_banks', %auth, 'If-Match' => '"0000"';
+is($pfh->code, 412, 'HEAD with If-Match not holding: 412');
+is($pfh->content, '', 'HEAD 412: no body');
+for my $im ($etag, "\"x\", $etag", '*') {
+    my $ok = GET '/misc/payment_banks', %auth, 'If-Match' => $im;
+    is($ok->code, 200, "If-Match $im holds: 200");
+    is($ok->content, $res->content, "If-Match $im holds: the list");
+}
+
 my $head = HEAD '/misc/payment_banks', %auth;
 is($head->code, 200, 'banks: HEAD 200');
 is($head->content, '', 'banks: HEAD has no body');

@@ -149,6 +149,33 @@ bankctl('bvn', 'add', '--bvn', $other, '--dob', '1990-04-12', '--first', 'Ada', 
 $e = assert_error(bvn_post($v, bvn => $other), 409, 'E_ALREADY_VERIFIED', 'second BVN');
 is(customer_row($c->{id}), "$v->{bvn}|$cu->{referralCode}", 'second BVN: customer unchanged');
 is(account_count($c->{id}), 1, 'second BVN: still one account');
+# The customer's own state answers before the record is looked at: whatever the other BVN
+# is, the answer is the same 409, and it says nothing about that BVN.
+my $unknown = next_bvn();    # no record
+$e = assert_error(bvn_post($v, bvn => $unknown), 409, 'E_ALREADY_VERIFIED',
+    'verified, then an unknown BVN');
+ok(!grep({ defined $_->{field} } @{ $e->{errors} }),
+    'verified, then an unknown BVN: no field entry');
+my $okafor = verifiable(first => 'Chinedu', last => 'Okafor');
+is(bvn_post($okafor)->code, 200, 'another customer verified');
+assert_error(bvn_post($v, bvn => $okafor->{bvn}), 409, 'E_ALREADY_VERIFIED',
+    "verified, then another customer's BVN (their names on the record)");
+assert_error(bvn_post($v, bvn => $other, dob => '1990-04-13'), 409, 'E_ALREADY_VERIFIED',
+    'verified, then another BVN with a wrong date');
+is(customer_row($c->{id}), "$v->{bvn}|$cu->{referralCode}", 'other BVNs: customer unchanged');
+is(account_count($c->{id}), 1, 'other BVNs: still one account');
+# The field rules still come first.
+$e = assert_error(bvn_post($v, bvn => '123'), 422, 'E_VALIDATION_ERROR',
+    'verified, then a malformed BVN');
+is($e->{errors}[0]{rule}, 'regex', 'verified, then a malformed BVN: rule regex');
+# The same BVN again is checked against the record like a first request: a wrong date is 422
+# on date_of_birth, not "already verified".
+$e = assert_error(bvn_post($v, dob => '1990-04-13'), 422, 'E_VALIDATION_ERROR',
+    'verified, then the same BVN with a wrong date');
+is(scalar @{ $e->{errors} }, 1, 'same BVN, wrong date: one entry');
+is($e->{errors}[0]{field}, 'date_of_birth', 'same BVN, wrong date: on date_of_birth');
+is($e->{errors}[0]{rule},  'bvnMatch',      'same BVN, wrong date: rule bvnMatch');
+is(account_count($c->{id}), 1, 'same BVN, wrong date: still one account');
 # The unused BVN stays free for its owner.
 my $own = verifiable(bvn => $other, no_record => 1);
 is(bvn_post($own)->code, 200, 'second BVN: still free for another customer');

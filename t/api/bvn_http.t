@@ -66,6 +66,48 @@ while (my ($name, $h) = splice @tokens, 0, 2) {
     is($res->header('WWW-Authenticate'), 'Bearer realm="mod_bank", error="invalid_token"',
         "$name: WWW-Authenticate");
 }
+# The token is checked before the body is read: without one, whatever the body, 401 (the
+# 415, 400 and 413 above come only with a valid token).
+my @unread = (
+    'text/plain body'      => [body => '{}', content_type => 'text/plain'],
+    'malformed JSON'       => [body => '{'],
+    'not an object'        => [body => '["bvn_number"]'],
+    'body over the limit'  => [body => { %$good, pad => 'x' x 70000 }],
+    'oversized text/plain' => [body => 'x' x 70000, content_type => 'text/plain'],
+);
+while (my ($name, $req) = splice @unread, 0, 2) {
+    for my $t (['no token', {}], ['garbage token', { Authorization => 'Bearer garbage' }]) {
+        my $res = json_request('POST', '/onboarding/bvn', headers => $t->[1], @$req);
+        assert_error($res, 401, 'E_UNAUTHORIZED_ACCESS', "$t->[0], $name");
+        is($res->header('WWW-Authenticate'), 'Bearer realm="mod_bank", error="invalid_token"',
+            "$t->[0], $name: WWW-Authenticate");
+    }
+}
+# httpd throws the unread body away after the 401: the connection stays usable.
+{
+    require LWP::UserAgent;
+    my $ka = LWP::UserAgent->new(keep_alive => 1, timeout => 30);
+    my @ports;
+    for my $body ({ %$good, pad => 'x' x 70000 }, $good) {
+        my $res = json_request('POST', '/onboarding/bvn', body => $body, ua => $ka);
+        assert_error($res, 401, 'E_UNAUTHORIZED_ACCESS', 'no token, kept-alive connection');
+        push @ports, map { $_->sockport } $ka->conn_cache->get_connections;
+    }
+    is(scalar @ports, 2, 'kept-alive: the connection was kept after each 401');
+    is($ports[0], $ports[1], 'kept-alive: the next request used the same connection');
+}
+# A chunked body over the limit is not read either (and with the token it is 413).
+for my $t (['no token', {}, 401, 'E_UNAUTHORIZED_ACCESS'],
+    ['token', \%auth, 413, 'E_PAYLOAD_TOO_LARGE'])
+{
+    require HTTP::Request;
+    my @parts = ('{"pad":"', ('x' x 8192) x 9, '"}');
+    my $req = HTTP::Request->new(POST => Apache::TestRequest::resolve_url('/onboarding/bvn'),
+        [%{ $t->[1] }, 'Content-Type' => 'application/json'], sub { return shift @parts });
+    my $res = Apache::TestRequest::user_agent()->request($req);
+    assert_error($res, $t->[2], $t->[3], "$t->[0], chunked body over the limit");
+}
+
 my $rv = verifiable();
 bankctl('token', 'revoke', '--email', $rv->{c}{email});
 assert_error(bvn_post($rv), 401, 'E_UNAUTHORIZED_ACCESS', 'revoked token');
@@ -84,6 +126,13 @@ is(account_count($ex->{c}{id}), 0, 'expired token: no account');
 my $fb = verifiable(abilities => 'banks:read');
 assert_error(bvn_post($fb), 403, 'E_FORBIDDEN', 'token without onboarding:bvn');
 is(customer_row($fb->{c}{id}), '|', '403: customer unchanged');
+# ...also before the body: a token without the ability gets 403 whatever it sent.
+assert_error(bvn_post($fb, body => '{'), 403, 'E_FORBIDDEN',
+    'without onboarding:bvn, malformed JSON');
+assert_error(json_request(bvn_req($fb, body => '{}'), content_type => 'text/plain'), 403,
+    'E_FORBIDDEN', 'without onboarding:bvn, text/plain');
+assert_error(bvn_post($fb, body => { pad => 'x' x 70000 }), 403, 'E_FORBIDDEN',
+    'without onboarding:bvn, body over the limit');
 my $fb2 = issue_token($fb->{c}{email}, '--abilities', 'banks:read,onboarding:bvn');
 is(bvn_post($fb, token => $fb2)->code, 200, 'onboarding:bvn among other abilities: 200');
 
