@@ -254,8 +254,27 @@ static void test_time(apr_pool_t *p)
     CHECK(bank_time_parse(bank_time_iso(p, now), &t) == 0 && t == now / 1000 * 1000);
 }
 
+static void test_days_in_month(void)
+{
+    static const int days_2023[] = {31, 28, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31};
+    int m, ok = 1;
+
+    for (m = 1; m <= 12; m++) {
+        ok &= bank_days_in_month(2023, m) == days_2023[m - 1];
+    }
+    CHECK(ok);
+    CHECK(bank_days_in_month(2024, 2) == 29);
+    CHECK(bank_days_in_month(2000, 2) == 29); /* divisible by 400 */
+    CHECK(bank_days_in_month(1900, 2) == 28); /* by 100 but not 400 */
+    CHECK(bank_days_in_month(2024, 1) == 31);
+    CHECK(bank_days_in_month(2024, 0) == 0);
+    CHECK(bank_days_in_month(2024, 13) == 0);
+    CHECK(bank_days_in_month(2024, -1) == 0);
+}
+
 static void run_tests(apr_pool_t *p)
 {
+    test_days_in_month();
     test_base64(p);
     test_digests(p);
     test_random(p);
