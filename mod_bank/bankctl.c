@@ -857,29 +857,12 @@ static const char *const text_fields[] = {
     "currency",  "narration",  "receiverAccountName", "receiverAccountNumber", "receiverBankCode",
     "sessionId", "statusCode", "statusMessage",       "transactionReference",  "walletId"};
 
-/* Stored JSON text back to JSON (a number, or clientRef/customerReference), else null. */
-static json_object *json_back(const char *text)
+/* Stored JSON text back to JSON (a number, or clientRef/customerReference), else null. The
+ * value belongs to c->pool: the caller takes a reference to add it to an object. */
+static json_object *json_back(ctl_t *c, const char *text)
 {
-    json_tokener *tok;
-    json_object *v;
-
-    if (!text) {
-        return NULL;
-    }
-    tok = json_tokener_new();
-    if (!tok) {
-        return NULL;
-    }
-    json_tokener_set_flags(tok, JSON_TOKENER_STRICT);
-    /* The terminating NUL is passed too: without it json-c waits for more digits of a
-     * top-level number and returns nothing. */
-    v = json_tokener_parse_ex(tok, text, (int)strlen(text) + 1);
-    if (v && json_tokener_get_parse_end(tok) != strlen(text)) {
-        json_object_put(v);
-        v = NULL;
-    }
-    json_tokener_free(tok);
-    return v;
+    const char *why;
+    return text ? bank_json_parse(c->pool, text, strlen(text), &why) : NULL;
 }
 
 static const char *received_iso(ctl_t *c, const char *s)
@@ -899,18 +882,17 @@ static void notice_json(ctl_t *c, const char *const *row)
                                ? json_object_new_int64(apr_atoi64(amount))
                                : NULL);
     /* json-c keeps a parsed number's text: charges come out as they were sent. */
-    charges = json_back(row[N_CHARGES]);
-    if (charges && !json_object_is_type(charges, json_type_double) &&
+    charges = json_back(c, row[N_CHARGES]);
+    if (!json_object_is_type(charges, json_type_double) &&
         !json_object_is_type(charges, json_type_int)) {
-        json_object_put(charges);
         charges = NULL;
     }
-    json_object_object_add(o, "charges", charges);
+    json_object_object_add(o, "charges", json_object_get(charges));
     for (i = 0; i < (int)(sizeof(text_fields) / sizeof(text_fields[0])); i++) {
         json_object_object_add(o, text_fields[i], bank_json_str(row[N_CURRENCY + i]));
     }
-    json_object_object_add(o, "clientRef", json_back(row[N_CLIENT_REF]));
-    json_object_object_add(o, "customerReference", json_back(row[N_CUST_REF]));
+    json_object_object_add(o, "clientRef", json_object_get(json_back(c, row[N_CLIENT_REF])));
+    json_object_object_add(o, "customerReference", json_object_get(json_back(c, row[N_CUST_REF])));
     json_object_object_add(o, "partner", bank_json_str(row[N_PARTNER]));
     json_object_object_add(o, "status", bank_json_str(row[N_STATUS]));
     json_object_object_add(o, "receivedAt", bank_json_str(received_iso(c, row[N_RECEIVED])));
