@@ -24,8 +24,8 @@ json_object *bank_json_parse_object(apr_pool_t *p, const char *buf, apr_size_t l
 const char *bank_json_text(apr_pool_t *p, json_object *o);
 /* A JSON string, or JSON null for NULL (json_object_new_string(NULL) would crash). */
 json_object *bank_json_str(const char *s);
-/* A timestamp as either database returns it, in the API's form (2026-11-22T07:40:22.123Z);
- * as stored if it cannot be read, null for NULL. */
+/* bank_time_api as JSON: a timestamp in the API's form (2026-11-22T07:40:22.123Z), as
+ * stored if it cannot be read, null for NULL. */
 json_object *bank_json_time(apr_pool_t *p, const char *db_text);
 
 #endif

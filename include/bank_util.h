@@ -47,5 +47,8 @@ char *bank_time_iso(apr_pool_t *p, apr_time_t t);
  * TimeZone reads back as the same instant.
  * Returns 0 and the instant, or -1. */
 int bank_time_parse(const char *s, apr_time_t *out);
+/* A timestamp as either database returns it, in the API's form (bank_time_iso); as stored
+ * if bank_time_parse cannot read it, NULL for NULL. */
+const char *bank_time_api(apr_pool_t *p, const char *db_text);
 
 #endif

@@ -865,12 +865,6 @@ static json_object *json_back(ctl_t *c, const char *text)
     return text ? bank_json_parse(c->pool, text, strlen(text), &why) : NULL;
 }
 
-static const char *received_iso(ctl_t *c, const char *s)
-{
-    apr_time_t t;
-    return s && bank_time_parse(s, &t) == 0 ? bank_time_iso(c->pool, t) : s;
-}
-
 static void notice_json(ctl_t *c, const char *const *row)
 {
     json_object *o = bank_json_own(c->pool, json_object_new_object()), *charges;
@@ -895,7 +889,7 @@ static void notice_json(ctl_t *c, const char *const *row)
     json_object_object_add(o, "customerReference", json_object_get(json_back(c, row[N_CUST_REF])));
     json_object_object_add(o, "partner", bank_json_str(row[N_PARTNER]));
     json_object_object_add(o, "status", bank_json_str(row[N_STATUS]));
-    json_object_object_add(o, "receivedAt", bank_json_str(received_iso(c, row[N_RECEIVED])));
+    json_object_object_add(o, "receivedAt", bank_json_time(c->pool, row[N_RECEIVED]));
     json_object_object_add(o, "customerId", bank_json_str(row[N_CUSTOMER]));
     printf("%s\n", bank_json_text(c->pool, o));
 }
@@ -942,7 +936,7 @@ static int cmd_notices(ctl_t *c, apr_table_t *o)
             continue;
         }
         printf("%-24s  %-12s  %-8s  %-6s  %14s  %-3s  %-42s  %-20s  %s\n",
-               show(c, received_iso(c, row[N_RECEIVED])), show(c, row[N_PARTNER]),
+               show(c, bank_time_api(c->pool, row[N_RECEIVED])), show(c, row[N_PARTNER]),
                show(c, row[N_STATUS]), show(c, row[N_STATUS_CODE]), show(c, row[N_AMOUNT]),
                show(c, row[N_CURRENCY]), show(c, row[N_REFERENCE]), show(c, row[N_WALLET]),
                show(c, row[N_CUSTOMER]));

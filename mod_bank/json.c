@@ -202,7 +202,5 @@ json_object *bank_json_str(const char *s)
 
 json_object *bank_json_time(apr_pool_t *p, const char *db_text)
 {
-    apr_time_t t;
-    return bank_json_str(db_text && bank_time_parse(db_text, &t) == 0 ? bank_time_iso(p, t)
-                                                                      : db_text);
+    return bank_json_str(bank_time_api(p, db_text));
 }

@@ -433,3 +433,9 @@ int bank_time_parse(const char *s, apr_time_t *out)
     *out = (apr_time_t)(secs * APR_USEC_PER_SEC + usec);
     return 0;
 }
+
+const char *bank_time_api(apr_pool_t *p, const char *db_text)
+{
+    apr_time_t t;
+    return db_text && bank_time_parse(db_text, &t) == 0 ? bank_time_iso(p, t) : db_text;
+}

@@ -249,6 +249,12 @@ static void test_time(apr_pool_t *p)
     CHECK(ok);
     CHECK(bank_time_parse(NULL, &t) == -1);
 
+    /* What the API shows for a stored timestamp: the ISO form, else the text as stored. */
+    CHECK_STR(bank_time_api(p, "2026-11-22 13:25:22.123+05:45"), "2026-11-22T07:40:22.123Z");
+    CHECK_STR(bank_time_api(p, "2026-11-22T07:40:22.123Z"), "2026-11-22T07:40:22.123Z");
+    CHECK_STR(bank_time_api(p, "yesterday"), "yesterday");
+    CHECK(bank_time_api(p, NULL) == NULL);
+
     /* Round trip of the current time, to the millisecond. */
     now = apr_time_now();
     CHECK(bank_time_parse(bank_time_iso(p, now), &t) == 0 && t == now / 1000 * 1000);
