@@ -25,6 +25,10 @@ extern const bank_stmt_t bank_statements[];
 /* The text of a statement for a driver name as apr_dbd_name() gives it. */
 const char *bank_stmt_sql(const bank_stmt_t *st, const char *driver_name);
 
+/* 1 if driver is apr_dbd's PostgreSQL driver, whose transactions, sessions and types
+ * mod_bank treats apart. */
+int bank_db_is_pgsql(const apr_dbd_driver_t *driver);
+
 /* What a failed statement says about the connection it ran on (see bank_db_t.recover). */
 typedef enum {
     BANK_CONN_INTACT = 0, /* alive, session unchanged: the statement itself failed */

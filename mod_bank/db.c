@@ -119,11 +119,6 @@ typedef struct {
     ap_dbd_t *dbd;
 } bank_dbd_conn;
 
-static int is_pgsql(const apr_dbd_driver_t *driver)
-{
-    return strcmp(apr_dbd_name(driver), "pgsql") == 0;
-}
-
 /* The driver's last error, first line only (PostgreSQL's DETAIL lines quote values). */
 static const char *last_error(apr_pool_t *p, const apr_dbd_driver_t *driver, apr_dbd_t *handle)
 {
@@ -138,7 +133,7 @@ static apr_status_t bank_db_post_connect(apr_pool_t *pool, dbd_cfg_t *cfg, ap_db
     int n = 0;
 
     apr_pool_userdata_setn(cfg, BANK_DBD_CFG_KEY, NULL, rec->pool);
-    if (is_pgsql(rec->driver) &&
+    if (bank_db_is_pgsql(rec->driver) &&
         apr_dbd_query(rec->driver, rec->handle, &n, BANK_PG_SESSION_SQL) != 0) {
         ap_log_error(APLOG_MARK, APLOG_ERR, 0, cfg->server,
                      BANKLOGNO(0801) "cannot set up the database session: %s",
@@ -233,7 +228,7 @@ static bank_conn_state recover(bank_db_t *db)
     bank_conn_state st = BANK_CONN_FRESH;
     int n;
 
-    if (!is_pgsql(db->driver)) {
+    if (!bank_db_is_pgsql(db->driver)) {
         /* SQLite has no session to lose; a handle that fails the check is unusable. */
         if (apr_dbd_check_conn(db->driver, db->pool, db->handle) == APR_SUCCESS) {
             return BANK_CONN_INTACT;

@@ -159,9 +159,9 @@ const char *bank_stmt_sql(const bank_stmt_t *st, const char *driver_name)
     return st->sql;
 }
 
-static int is_pgsql(const bank_db_t *db)
+int bank_db_is_pgsql(const apr_dbd_driver_t *driver)
 {
-    return strcmp(apr_dbd_name(db->driver), "pgsql") == 0;
+    return strcmp(apr_dbd_name(driver), "pgsql") == 0;
 }
 
 static bank_db_rc classify(bank_db_t *db, int rv)
@@ -380,7 +380,7 @@ bank_db_rc bank_db_begin(bank_db_t *db)
     db->txn = NULL; /* the driver allocates it; a stale pointer would be reused */
     db->txn_failed = 0;
     db->in_txn = 0;
-    if (!is_pgsql(db)) {
+    if (!bank_db_is_pgsql(db->driver)) {
         hold(db); /* until bank_db_end */
         if ((rv = apr_dbd_transaction_start(db->driver, db->pool, db->handle, &db->txn)) != 0) {
             rc = classify(db, rv);
@@ -422,7 +422,7 @@ bank_db_rc bank_db_end(bank_db_t *db, int commit)
     if (!db->in_txn) {
         return BANK_DB_ERROR;
     }
-    if (is_pgsql(db)) {
+    if (bank_db_is_pgsql(db->driver)) {
         rv = pg_end(db, commit && !failed ? "COMMIT" : "ROLLBACK");
     } else {
         if (!commit || failed) {
