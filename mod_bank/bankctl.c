@@ -153,21 +153,11 @@ static const char *need(apr_table_t *o, const char *name, const char *cmd)
     return v;
 }
 
-/* Characters (UTF-8 code points), as the module's validators count them. */
-static apr_size_t utf8_chars(const char *s)
-{
-    apr_size_t n = 0;
-    for (; *s; s++) {
-        n += ((unsigned char)*s & 0xC0) != 0x80;
-    }
-    return n;
-}
-
 /* A name-like value: 1..max characters, no control characters. */
 static void check_text(const char *cmd, const char *opt, const char *v, apr_size_t max)
 {
     const char *s;
-    apr_size_t n = utf8_chars(v);
+    apr_size_t n = bank_utf8_length(v);
 
     for (s = v; *s; s++) {
         if ((unsigned char)*s < 0x20 || *s == 0x7f) {
@@ -257,7 +247,7 @@ static const char *read_password(ctl_t *c, apr_table_t *o, const char *cmd)
             pw[--n] = '\0';
         }
     }
-    n = utf8_chars(pw);
+    n = bank_utf8_length(pw);
     if (n < 1 || n > 1024) {
         die(EXIT_USAGE, "%s: the password must be 1 to 1024 characters", cmd);
     }

@@ -20,8 +20,7 @@ void bank_errors_add(apr_array_header_t *errs, const char *field, const char *ru
     e->message = message;
 }
 
-/* Code points in a string json-c has already validated as UTF-8. */
-static apr_size_t utf8_length(const char *s)
+apr_size_t bank_utf8_length(const char *s)
 {
     apr_size_t n = 0;
     for (; *s; s++) {
@@ -63,7 +62,7 @@ const char *bank_v_string_at(apr_array_header_t *errs, json_object *obj, const c
                         apr_psprintf(p, "The %s field must not contain NUL characters", field));
         return NULL;
     }
-    n = utf8_length(s);
+    n = bank_utf8_length(s);
     if (n < min) {
         bank_errors_add(
             errs, field, min == 1 ? "required" : "minLength",
