@@ -29,6 +29,10 @@ const char *bank_stmt_sql(const bank_stmt_t *st, const char *driver_name);
  * mod_bank treats apart. */
 int bank_db_is_pgsql(const apr_dbd_driver_t *driver);
 
+/* A driver's error text fit for a log or a terminal: its first line only, since
+ * PostgreSQL's DETAIL line quotes key values (a BVN, an e-mail); a fixed text for NULL. */
+const char *bank_db_error_line(apr_pool_t *p, const char *msg);
+
 /* What a failed statement says about the connection it ran on (see bank_db_t.recover). */
 typedef enum {
     BANK_CONN_INTACT = 0, /* alive, session unchanged: the statement itself failed */

@@ -84,11 +84,6 @@ static void die(int code, const char *fmt, ...)
     exit(code);
 }
 
-static const char *first_line(apr_pool_t *p, const char *s)
-{
-    return s ? apr_pstrndup(p, s, strcspn(s, "\r\n")) : "unknown error";
-}
-
 /* ---- arguments ---- */
 
 static apr_table_t *parse_opts(ctl_t *c, int argc, const char *const *argv, const opt_t *spec,
@@ -328,7 +323,7 @@ static apr_status_t close_db(void *data)
 
 static const char *db_error(ctl_t *c, int rv)
 {
-    return first_line(c->pool, apr_dbd_error(c->db.driver, c->db.handle, rv));
+    return bank_db_error_line(c->pool, apr_dbd_error(c->db.driver, c->db.handle, rv));
 }
 
 /* Opens the connection. creating: the SQLite file may be new (migrate); otherwise a missing
@@ -360,7 +355,7 @@ static void open_db(ctl_t *c, int creating)
     }
     rv = apr_dbd_open_ex(c->db.driver, c->pool, c->params, &c->db.handle, &err);
     if (rv != APR_SUCCESS || !c->db.handle) {
-        die(1, "cannot open the database: %s", first_line(c->pool, err));
+        die(1, "cannot open the database: %s", bank_db_error_line(c->pool, err));
     }
     c->db.pool = c->pool;
     c->db.prepared = apr_hash_make(c->pool);

@@ -122,8 +122,7 @@ typedef struct {
 /* The driver's last error, first line only (PostgreSQL's DETAIL lines quote values). */
 static const char *last_error(apr_pool_t *p, const apr_dbd_driver_t *driver, apr_dbd_t *handle)
 {
-    const char *msg = apr_dbd_error(driver, handle, 0);
-    return msg ? apr_pstrndup(p, msg, strcspn(msg, "\r\n")) : "unknown database error";
+    return bank_db_error_line(p, apr_dbd_error(driver, handle, 0));
 }
 
 /* mod_dbd's post_connect hook, after its DBDInitSQL (ours runs last): remember the

@@ -164,12 +164,14 @@ int bank_db_is_pgsql(const apr_dbd_driver_t *driver)
     return strcmp(apr_dbd_name(driver), "pgsql") == 0;
 }
 
+const char *bank_db_error_line(apr_pool_t *p, const char *msg)
+{
+    return msg ? apr_pstrndup(p, msg, strcspn(msg, "\r\n")) : "unknown database error";
+}
+
 static bank_db_rc classify(bank_db_t *db, int rv)
 {
-    const char *msg = apr_dbd_error(db->driver, db->handle, rv);
-    /* First line only: PostgreSQL's DETAIL line quotes key values (a BVN, an e-mail). */
-    db->error = apr_pstrndup(db->pool, msg ? msg : "unknown database error",
-                             msg ? strcspn(msg, "\r\n") : 22);
+    db->error = bank_db_error_line(db->pool, apr_dbd_error(db->driver, db->handle, rv));
     if (db->in_txn) {
         db->txn_failed = 1;
     }
