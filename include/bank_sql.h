@@ -95,6 +95,11 @@ bank_db_rc bank_db_exec(bank_db_t *db, const char *label, int *affected, int nar
 bank_db_rc bank_db_begin(bank_db_t *db);
 bank_db_rc bank_db_end(bank_db_t *db, int commit);
 
+/* Runs SQL text that is not a prepared statement (session, locking and bookkeeping SQL of
+ * our own, never built from input) and reads every row, as bank_db_select does. Returns
+ * apr_dbd's status: 0, or a code for apr_dbd_error. */
+int bank_db_select_sql(bank_db_t *db, const char *sql, bank_rows_t *out);
+
 /* Convenience: first row's column, or NULL. */
 const char *bank_rows_get(const bank_rows_t *r, int row, int col);
 

@@ -583,16 +583,12 @@ static apr_array_header_t *list_scripts(ctl_t *c, const char *dir, int versioned
  * run that lost the race fails on schema_version's key and rolls back. */
 static void pg_migrate_lock(ctl_t *c)
 {
-    apr_dbd_results_t *res = NULL;
-    apr_dbd_row_t *row = NULL;
+    bank_rows_t r;
     /* the key is "mod_bank" in ASCII */
-    int rv = apr_dbd_select(c->db.driver, c->pool, c->db.handle, &res,
-                            "SELECT pg_advisory_lock(7885631833384250987)", 1);
+    int rv = bank_db_select_sql(&c->db, "SELECT pg_advisory_lock(7885631833384250987)", &r);
 
     if (rv != 0) {
         die(1, "cannot take the migration lock: %s", db_error(c, rv));
-    }
-    while (apr_dbd_get_row(c->db.driver, c->pool, res, &row, -1) == 0) {
     }
 }
 
@@ -613,14 +609,8 @@ static int cmd_migrate(ctl_t *c, apr_table_t *o)
     }
     /* Bookkeeping SQL is migrate's own: it runs before any table of sql.c exists. */
     if (c->sqlite_path) {
-        apr_dbd_results_t *res = NULL;
-        apr_dbd_row_t *row = NULL;
-        const char *mode = NULL;
-        int rv =
-            apr_dbd_select(c->db.driver, c->pool, c->db.handle, &res, "PRAGMA journal_mode=WAL", 1);
-        while (rv == 0 && apr_dbd_get_row(c->db.driver, c->pool, res, &row, -1) == 0) {
-            mode = apr_dbd_get_entry(c->db.driver, row, 0);
-        }
+        int rv = bank_db_select_sql(&c->db, "PRAGMA journal_mode=WAL", &r);
+        const char *mode = bank_rows_get(&r, 0, 0);
         if (rv != 0 || !mode || strcasecmp(mode, "wal") != 0) {
             die(1, "cannot switch %s to WAL mode: %s", c->sqlite_path,
                 rv ? db_error(c, rv) : "journal mode unchanged");

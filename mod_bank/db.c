@@ -149,18 +149,13 @@ void bank_db_register_hooks(void)
 /* Prepared statements in the session: -1 if it cannot be asked (connection lost). */
 static int pg_statement_count(bank_db_t *db)
 {
-    apr_dbd_results_t *res = NULL;
-    apr_dbd_row_t *row = NULL;
-    const char *v = NULL;
+    bank_rows_t rows;
+    const char *v;
 
-    if (apr_dbd_select(db->driver, db->pool, db->handle, &res,
-                       "SELECT count(*) FROM pg_prepared_statements", 1) != 0) {
+    if (bank_db_select_sql(db, "SELECT count(*) FROM pg_prepared_statements", &rows) != 0) {
         return -1;
     }
-    while (apr_dbd_get_row(db->driver, db->pool, res, &row, -1) == 0) {
-        v = apr_dbd_get_entry(db->driver, row, 0);
-        v = v ? apr_pstrdup(db->pool, v) : NULL;
-    }
+    v = bank_rows_get(&rows, 0, 0);
     return v ? atoi(v) : -1;
 }
 

@@ -272,6 +272,19 @@ static void read_rows(bank_db_t *db, apr_dbd_results_t *res, bank_rows_t *out)
     out->rows = (const char ***)rows->elts;
 }
 
+int bank_db_select_sql(bank_db_t *db, const char *sql, bank_rows_t *out)
+{
+    apr_dbd_results_t *res = NULL;
+    /* random=1: the pgsql driver reports SQL errors only in that mode. */
+    int rv = apr_dbd_select(db->driver, db->pool, db->handle, &res, sql, 1);
+
+    memset(out, 0, sizeof(*out));
+    if (rv == 0) {
+        read_rows(db, res, out);
+    }
+    return rv;
+}
+
 static bank_db_rc run_select(bank_db_t *db, const char *label, bank_rows_t *out, int nargs,
                              const char *const *args)
 {
@@ -351,11 +364,10 @@ static apr_status_t rollback_open_txn(void *data)
  * statement would fail). */
 static bank_db_rc pg_begin(bank_db_t *db, int *fresh)
 {
-    apr_dbd_results_t *res = NULL;
     bank_rows_t rows;
     bank_db_rc rc;
-    int n = 0, rv = apr_dbd_select(db->driver, db->pool, db->handle, &res,
-                                   "BEGIN; SELECT count(*) FROM pg_prepared_statements", 1);
+    int n = 0,
+        rv = bank_db_select_sql(db, "BEGIN; SELECT count(*) FROM pg_prepared_statements", &rows);
 
     if (rv != 0) {
         rc = classify(db, rv);
@@ -363,7 +375,6 @@ static bank_db_rc pg_begin(bank_db_t *db, int *fresh)
         apr_dbd_query(db->driver, db->handle, &n, "ROLLBACK");
         return rc;
     }
-    read_rows(db, res, &rows);
     *fresh = rows.nrows == 1 && rows.rows[0][0] && strcmp(rows.rows[0][0], "0") == 0;
     return BANK_DB_OK;
 }
