@@ -11,17 +11,21 @@
 
 /* Ties o's lifetime to p; returns o. */
 json_object *bank_json_own(apr_pool_t *p, json_object *o);
-/* Parses buf[0..len) as one JSON object (strict, UTF-8 validated, depth-limited, nothing
- * but white space after it). Returns the object, owned by p, or NULL and *why (a sentence
- * for the client). */
+/* Parses buf[0..len) as one JSON value of any type: strict (no single quotes, control
+ * bytes or trailing commas), RFC 3629 UTF-8, no \u0000, at most BANK_JSON_MAX_DEPTH levels,
+ * finite numbers, nothing but white space after it. Returns the value, owned by p (take a
+ * reference with json_object_get to add it to another object), or NULL: with *why (a
+ * sentence for the client) if the text is refused, with *why NULL for JSON null. */
+json_object *bank_json_parse(apr_pool_t *p, const char *buf, apr_size_t len, const char **why);
+/* The same, for a request body: the value must be an object (NULL and *why otherwise). */
 json_object *bank_json_parse_object(apr_pool_t *p, const char *buf, apr_size_t len,
                                     const char **why);
 /* Compact JSON text, allocated in p. */
 const char *bank_json_text(apr_pool_t *p, json_object *o);
 /* A JSON string, or JSON null for NULL (json_object_new_string(NULL) would crash). */
 json_object *bank_json_str(const char *s);
-/* A timestamp as either database returns it, in the API's form (2026-11-22T07:40:22.123Z);
- * as stored if it cannot be read, null for NULL. */
+/* bank_time_api as JSON: a timestamp in the API's form (2026-11-22T07:40:22.123Z), as
+ * stored if it cannot be read, null for NULL. */
 json_object *bank_json_time(apr_pool_t *p, const char *db_text);
 
 #endif

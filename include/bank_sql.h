@@ -25,6 +25,14 @@ extern const bank_stmt_t bank_statements[];
 /* The text of a statement for a driver name as apr_dbd_name() gives it. */
 const char *bank_stmt_sql(const bank_stmt_t *st, const char *driver_name);
 
+/* 1 if driver is apr_dbd's PostgreSQL driver, whose transactions, sessions and types
+ * mod_bank treats apart. */
+int bank_db_is_pgsql(const apr_dbd_driver_t *driver);
+
+/* A driver's error text fit for a log or a terminal: its first line only, since
+ * PostgreSQL's DETAIL line quotes key values (a BVN, an e-mail); a fixed text for NULL. */
+const char *bank_db_error_line(apr_pool_t *p, const char *msg);
+
 /* What a failed statement says about the connection it ran on (see bank_db_t.recover). */
 typedef enum {
     BANK_CONN_INTACT = 0, /* alive, session unchanged: the statement itself failed */
@@ -86,6 +94,11 @@ bank_db_rc bank_db_exec(bank_db_t *db, const char *label, int *affected, int nar
  * transaction makes bank_db_end roll back and return BANK_DB_ERROR. */
 bank_db_rc bank_db_begin(bank_db_t *db);
 bank_db_rc bank_db_end(bank_db_t *db, int commit);
+
+/* Runs SQL text that is not a prepared statement (session, locking and bookkeeping SQL of
+ * our own, never built from input) and reads every row, as bank_db_select does. Returns
+ * apr_dbd's status: 0, or a code for apr_dbd_error. */
+int bank_db_select_sql(bank_db_t *db, const char *sql, bank_rows_t *out);
 
 /* Convenience: first row's column, or NULL. */
 const char *bank_rows_get(const bank_rows_t *r, int row, int col);

@@ -20,8 +20,9 @@ int bank_token_decode(apr_pool_t *p, const char *plain, const char **id, const c
 /* 1 if sha256_hex(secret) equals stored_hex, compared in constant time. */
 int bank_token_verify(apr_pool_t *p, const char *secret, const char *stored_hex);
 
-/* Abilities: a JSON array text such as ["*"] or ["banks:read","onboarding:bvn"].
- * 1 if the list grants ability (or holds "*"), 0 otherwise (also for malformed text). */
-int bank_abilities_allow(const char *abilities_json, const char *ability);
+/* Abilities: a JSON array text such as ["*"] or ["banks:read","onboarding:bvn"], read by
+ * bank_json_parse (its parse lives in p). 1 if the list grants ability (or holds "*"),
+ * 0 otherwise (also for malformed text, or an element that is not a string). */
+int bank_abilities_allow(apr_pool_t *p, const char *abilities_json, const char *ability);
 
 #endif

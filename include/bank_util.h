@@ -36,6 +36,9 @@ char *bank_uuid4(apr_pool_t *p);
 /* 1 if s is a lower- or upper-case UUID in 8-4-4-4-12 form. */
 int bank_is_uuid(const char *s);
 
+/* Days in a month of the proleptic Gregorian calendar (28..31), or 0 if month is not
+ * 1..12: one leap-year rule for timestamps and dates of birth. */
+int bank_days_in_month(int year, int month);
 /* 2026-11-22T07:40:22.123Z (UTC, millisecond precision). */
 char *bank_time_iso(apr_pool_t *p, apr_time_t t);
 /* Parses what either database hands back for a timestamp: ISO 8601 with 'T' or ' ',
@@ -44,5 +47,8 @@ char *bank_time_iso(apr_pool_t *p, apr_time_t t);
  * TimeZone reads back as the same instant.
  * Returns 0 and the instant, or -1. */
 int bank_time_parse(const char *s, apr_time_t *out);
+/* A timestamp as either database returns it, in the API's form (bank_time_iso); as stored
+ * if bank_time_parse cannot read it, NULL for NULL. */
+const char *bank_time_api(apr_pool_t *p, const char *db_text);
 
 #endif

@@ -19,6 +19,10 @@ apr_array_header_t *bank_errors_new(apr_pool_t *p);
 void bank_errors_add(apr_array_header_t *errs, const char *field, const char *rule,
                      const char *message);
 
+/* Characters (UTF-8 code points) in s, as every length rule here and in bankctl counts
+ * them: bytes other than continuation bytes (s is taken to be valid UTF-8). */
+apr_size_t bank_utf8_length(const char *s);
+
 /* A required JSON string of min..max characters (UTF-8 code points). Returns it, or NULL
  * after adding the failed rule (required, string, minLength or maxLength). */
 const char *bank_v_string(apr_array_header_t *errs, json_object *body, const char *field,

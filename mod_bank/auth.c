@@ -80,7 +80,8 @@ int bank_authenticate(request_rec *r, bank_db_t *db, const char *ability, bank_p
     pr->token_id = id;
     pr->customer_id = bank_rows_get(&rows, 0, 0);
     pr->abilities = bank_rows_get(&rows, 0, 2);
-    if (ability && !bank_abilities_allow(pr->abilities ? pr->abilities : "[\"*\"]", ability)) {
+    if (ability &&
+        !bank_abilities_allow(r->pool, pr->abilities ? pr->abilities : "[\"*\"]", ability)) {
         return bank_error(r, BANK_E_FORBIDDEN, NULL, NULL);
     }
     touch(r, db, id, bank_rows_get(&rows, 0, 4));

@@ -84,11 +84,6 @@ static void die(int code, const char *fmt, ...)
     exit(code);
 }
 
-static const char *first_line(apr_pool_t *p, const char *s)
-{
-    return s ? apr_pstrndup(p, s, strcspn(s, "\r\n")) : "unknown error";
-}
-
 /* ---- arguments ---- */
 
 static apr_table_t *parse_opts(ctl_t *c, int argc, const char *const *argv, const opt_t *spec,
@@ -153,21 +148,11 @@ static const char *need(apr_table_t *o, const char *name, const char *cmd)
     return v;
 }
 
-/* Characters (UTF-8 code points), as the module's validators count them. */
-static apr_size_t utf8_chars(const char *s)
-{
-    apr_size_t n = 0;
-    for (; *s; s++) {
-        n += ((unsigned char)*s & 0xC0) != 0x80;
-    }
-    return n;
-}
-
 /* A name-like value: 1..max characters, no control characters. */
 static void check_text(const char *cmd, const char *opt, const char *v, apr_size_t max)
 {
     const char *s;
-    apr_size_t n = utf8_chars(v);
+    apr_size_t n = bank_utf8_length(v);
 
     for (s = v; *s; s++) {
         if ((unsigned char)*s < 0x20 || *s == 0x7f) {
@@ -257,7 +242,7 @@ static const char *read_password(ctl_t *c, apr_table_t *o, const char *cmd)
             pw[--n] = '\0';
         }
     }
-    n = utf8_chars(pw);
+    n = bank_utf8_length(pw);
     if (n < 1 || n > 1024) {
         die(EXIT_USAGE, "%s: the password must be 1 to 1024 characters", cmd);
     }
@@ -338,7 +323,7 @@ static apr_status_t close_db(void *data)
 
 static const char *db_error(ctl_t *c, int rv)
 {
-    return first_line(c->pool, apr_dbd_error(c->db.driver, c->db.handle, rv));
+    return bank_db_error_line(c->pool, apr_dbd_error(c->db.driver, c->db.handle, rv));
 }
 
 /* Opens the connection. creating: the SQLite file may be new (migrate); otherwise a missing
@@ -370,7 +355,7 @@ static void open_db(ctl_t *c, int creating)
     }
     rv = apr_dbd_open_ex(c->db.driver, c->pool, c->params, &c->db.handle, &err);
     if (rv != APR_SUCCESS || !c->db.handle) {
-        die(1, "cannot open the database: %s", first_line(c->pool, err));
+        die(1, "cannot open the database: %s", bank_db_error_line(c->pool, err));
     }
     c->db.pool = c->pool;
     c->db.prepared = apr_hash_make(c->pool);
@@ -598,16 +583,12 @@ static apr_array_header_t *list_scripts(ctl_t *c, const char *dir, int versioned
  * run that lost the race fails on schema_version's key and rolls back. */
 static void pg_migrate_lock(ctl_t *c)
 {
-    apr_dbd_results_t *res = NULL;
-    apr_dbd_row_t *row = NULL;
+    bank_rows_t r;
     /* the key is "mod_bank" in ASCII */
-    int rv = apr_dbd_select(c->db.driver, c->pool, c->db.handle, &res,
-                            "SELECT pg_advisory_lock(7885631833384250987)", 1);
+    int rv = bank_db_select_sql(&c->db, "SELECT pg_advisory_lock(7885631833384250987)", &r);
 
     if (rv != 0) {
         die(1, "cannot take the migration lock: %s", db_error(c, rv));
-    }
-    while (apr_dbd_get_row(c->db.driver, c->pool, res, &row, -1) == 0) {
     }
 }
 
@@ -628,14 +609,8 @@ static int cmd_migrate(ctl_t *c, apr_table_t *o)
     }
     /* Bookkeeping SQL is migrate's own: it runs before any table of sql.c exists. */
     if (c->sqlite_path) {
-        apr_dbd_results_t *res = NULL;
-        apr_dbd_row_t *row = NULL;
-        const char *mode = NULL;
-        int rv =
-            apr_dbd_select(c->db.driver, c->pool, c->db.handle, &res, "PRAGMA journal_mode=WAL", 1);
-        while (rv == 0 && apr_dbd_get_row(c->db.driver, c->pool, res, &row, -1) == 0) {
-            mode = apr_dbd_get_entry(c->db.driver, row, 0);
-        }
+        int rv = bank_db_select_sql(&c->db, "PRAGMA journal_mode=WAL", &r);
+        const char *mode = bank_rows_get(&r, 0, 0);
         if (rv != 0 || !mode || strcasecmp(mode, "wal") != 0) {
             die(1, "cannot switch %s to WAL mode: %s", c->sqlite_path,
                 rv ? db_error(c, rv) : "journal mode unchanged");
@@ -857,35 +832,12 @@ static const char *const text_fields[] = {
     "currency",  "narration",  "receiverAccountName", "receiverAccountNumber", "receiverBankCode",
     "sessionId", "statusCode", "statusMessage",       "transactionReference",  "walletId"};
 
-/* Stored JSON text back to JSON (a number, or clientRef/customerReference), else null. */
-static json_object *json_back(const char *text)
+/* Stored JSON text back to JSON (a number, or clientRef/customerReference), else null. The
+ * value belongs to c->pool: the caller takes a reference to add it to an object. */
+static json_object *json_back(ctl_t *c, const char *text)
 {
-    json_tokener *tok;
-    json_object *v;
-
-    if (!text) {
-        return NULL;
-    }
-    tok = json_tokener_new();
-    if (!tok) {
-        return NULL;
-    }
-    json_tokener_set_flags(tok, JSON_TOKENER_STRICT);
-    /* The terminating NUL is passed too: without it json-c waits for more digits of a
-     * top-level number and returns nothing. */
-    v = json_tokener_parse_ex(tok, text, (int)strlen(text) + 1);
-    if (v && json_tokener_get_parse_end(tok) != strlen(text)) {
-        json_object_put(v);
-        v = NULL;
-    }
-    json_tokener_free(tok);
-    return v;
-}
-
-static const char *received_iso(ctl_t *c, const char *s)
-{
-    apr_time_t t;
-    return s && bank_time_parse(s, &t) == 0 ? bank_time_iso(c->pool, t) : s;
+    const char *why;
+    return text ? bank_json_parse(c->pool, text, strlen(text), &why) : NULL;
 }
 
 static void notice_json(ctl_t *c, const char *const *row)
@@ -899,21 +851,20 @@ static void notice_json(ctl_t *c, const char *const *row)
                                ? json_object_new_int64(apr_atoi64(amount))
                                : NULL);
     /* json-c keeps a parsed number's text: charges come out as they were sent. */
-    charges = json_back(row[N_CHARGES]);
-    if (charges && !json_object_is_type(charges, json_type_double) &&
+    charges = json_back(c, row[N_CHARGES]);
+    if (!json_object_is_type(charges, json_type_double) &&
         !json_object_is_type(charges, json_type_int)) {
-        json_object_put(charges);
         charges = NULL;
     }
-    json_object_object_add(o, "charges", charges);
+    json_object_object_add(o, "charges", json_object_get(charges));
     for (i = 0; i < (int)(sizeof(text_fields) / sizeof(text_fields[0])); i++) {
         json_object_object_add(o, text_fields[i], bank_json_str(row[N_CURRENCY + i]));
     }
-    json_object_object_add(o, "clientRef", json_back(row[N_CLIENT_REF]));
-    json_object_object_add(o, "customerReference", json_back(row[N_CUST_REF]));
+    json_object_object_add(o, "clientRef", json_object_get(json_back(c, row[N_CLIENT_REF])));
+    json_object_object_add(o, "customerReference", json_object_get(json_back(c, row[N_CUST_REF])));
     json_object_object_add(o, "partner", bank_json_str(row[N_PARTNER]));
     json_object_object_add(o, "status", bank_json_str(row[N_STATUS]));
-    json_object_object_add(o, "receivedAt", bank_json_str(received_iso(c, row[N_RECEIVED])));
+    json_object_object_add(o, "receivedAt", bank_json_time(c->pool, row[N_RECEIVED]));
     json_object_object_add(o, "customerId", bank_json_str(row[N_CUSTOMER]));
     printf("%s\n", bank_json_text(c->pool, o));
 }
@@ -960,7 +911,7 @@ static int cmd_notices(ctl_t *c, apr_table_t *o)
             continue;
         }
         printf("%-24s  %-12s  %-8s  %-6s  %14s  %-3s  %-42s  %-20s  %s\n",
-               show(c, received_iso(c, row[N_RECEIVED])), show(c, row[N_PARTNER]),
+               show(c, bank_time_api(c->pool, row[N_RECEIVED])), show(c, row[N_PARTNER]),
                show(c, row[N_STATUS]), show(c, row[N_STATUS_CODE]), show(c, row[N_AMOUNT]),
                show(c, row[N_CURRENCY]), show(c, row[N_REFERENCE]), show(c, row[N_WALLET]),
                show(c, row[N_CUSTOMER]));

@@ -119,16 +119,10 @@ typedef struct {
     ap_dbd_t *dbd;
 } bank_dbd_conn;
 
-static int is_pgsql(const apr_dbd_driver_t *driver)
-{
-    return strcmp(apr_dbd_name(driver), "pgsql") == 0;
-}
-
 /* The driver's last error, first line only (PostgreSQL's DETAIL lines quote values). */
 static const char *last_error(apr_pool_t *p, const apr_dbd_driver_t *driver, apr_dbd_t *handle)
 {
-    const char *msg = apr_dbd_error(driver, handle, 0);
-    return msg ? apr_pstrndup(p, msg, strcspn(msg, "\r\n")) : "unknown database error";
+    return bank_db_error_line(p, apr_dbd_error(driver, handle, 0));
 }
 
 /* mod_dbd's post_connect hook, after its DBDInitSQL (ours runs last): remember the
@@ -138,7 +132,7 @@ static apr_status_t bank_db_post_connect(apr_pool_t *pool, dbd_cfg_t *cfg, ap_db
     int n = 0;
 
     apr_pool_userdata_setn(cfg, BANK_DBD_CFG_KEY, NULL, rec->pool);
-    if (is_pgsql(rec->driver) &&
+    if (bank_db_is_pgsql(rec->driver) &&
         apr_dbd_query(rec->driver, rec->handle, &n, BANK_PG_SESSION_SQL) != 0) {
         ap_log_error(APLOG_MARK, APLOG_ERR, 0, cfg->server,
                      BANKLOGNO(0801) "cannot set up the database session: %s",
@@ -155,18 +149,13 @@ void bank_db_register_hooks(void)
 /* Prepared statements in the session: -1 if it cannot be asked (connection lost). */
 static int pg_statement_count(bank_db_t *db)
 {
-    apr_dbd_results_t *res = NULL;
-    apr_dbd_row_t *row = NULL;
-    const char *v = NULL;
+    bank_rows_t rows;
+    const char *v;
 
-    if (apr_dbd_select(db->driver, db->pool, db->handle, &res,
-                       "SELECT count(*) FROM pg_prepared_statements", 1) != 0) {
+    if (bank_db_select_sql(db, "SELECT count(*) FROM pg_prepared_statements", &rows) != 0) {
         return -1;
     }
-    while (apr_dbd_get_row(db->driver, db->pool, res, &row, -1) == 0) {
-        v = apr_dbd_get_entry(db->driver, row, 0);
-        v = v ? apr_pstrdup(db->pool, v) : NULL;
-    }
+    v = bank_rows_get(&rows, 0, 0);
     return v ? atoi(v) : -1;
 }
 
@@ -233,7 +222,7 @@ static bank_conn_state recover(bank_db_t *db)
     bank_conn_state st = BANK_CONN_FRESH;
     int n;
 
-    if (!is_pgsql(db->driver)) {
+    if (!bank_db_is_pgsql(db->driver)) {
         /* SQLite has no session to lose; a handle that fails the check is unusable. */
         if (apr_dbd_check_conn(db->driver, db->pool, db->handle) == APR_SUCCESS) {
             return BANK_CONN_INTACT;

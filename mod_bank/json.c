@@ -11,12 +11,6 @@ static apr_status_t put_json(void *o)
     return APR_SUCCESS;
 }
 
-static apr_status_t free_tokener(void *tok)
-{
-    json_tokener_free(tok);
-    return APR_SUCCESS;
-}
-
 /* RFC 3629 UTF-8 (no overlong forms, no surrogates, nothing above U+10FFFF), no control
  * bytes inside strings, only JSON's white space between tokens, and no single-quoted
  * strings: json-c's strict mode lets each of these through. */
@@ -117,14 +111,17 @@ json_object *bank_json_own(apr_pool_t *p, json_object *o)
     return o;
 }
 
-json_object *bank_json_parse_object(apr_pool_t *p, const char *buf, apr_size_t len,
-                                    const char **why)
+/* The text is refused if *why is set; JSON null is NULL with *why left NULL. The object test
+ * comes before the number test so bank_json_parse_object keeps its messages' order. */
+static json_object *parse(apr_pool_t *p, const char *buf, apr_size_t len, int want_object,
+                          const char **why)
 {
     json_tokener *tok;
     json_object *o;
     enum json_tokener_error err;
     apr_size_t off;
 
+    *why = NULL;
     if (!text_ok((const unsigned char *)buf, len)) {
         *why = "The request body is not valid UTF-8 JSON text.";
         return NULL;
@@ -141,25 +138,36 @@ json_object *bank_json_parse_object(apr_pool_t *p, const char *buf, apr_size_t l
         *why = "The request body could not be parsed.";
         return NULL;
     }
-    apr_pool_cleanup_register(p, tok, free_tokener, apr_pool_cleanup_null);
     json_tokener_set_flags(tok, JSON_TOKENER_STRICT | JSON_TOKENER_VALIDATE_UTF8);
-    o = bank_json_own(p, json_tokener_parse_ex(tok, buf, (int)len));
+    o = json_tokener_parse_ex(tok, buf, (int)len);
     err = json_tokener_get_error(tok);
+    off = json_tokener_get_parse_end(tok);
+    if (err == json_tokener_continue && !want_object) {
+        /* All of buf was read and the value may be complete: a top-level number or literal
+         * ends only where json-c sees the end of the text, which it knows by a NUL. (An
+         * object ends at its brace; a request body that does not is "not valid JSON".) */
+        o = json_tokener_parse_ex(tok, "", 1);
+        err = json_tokener_get_error(tok);
+        off = len;
+    }
+    /* Freed now rather than with p: bankctl parses thousands of values into one pool. */
+    json_tokener_free(tok);
+    o = bank_json_own(p, o);
     if (err == json_tokener_error_depth) {
         *why = "The request body is nested too deeply.";
         return NULL;
     }
-    if (!o || err != json_tokener_success) {
+    if (err != json_tokener_success || (want_object && !o)) {
         *why = "The request body is not valid JSON.";
         return NULL;
     }
-    for (off = json_tokener_get_parse_end(tok); off < len; off++) {
+    for (; off < len; off++) {
         if (buf[off] != ' ' && buf[off] != '\t' && buf[off] != '\r' && buf[off] != '\n') {
             *why = "The request body is not valid JSON.";
             return NULL;
         }
     }
-    if (!json_object_is_type(o, json_type_object)) {
+    if (want_object && !json_object_is_type(o, json_type_object)) {
         *why = "The request body must be a JSON object.";
         return NULL;
     }
@@ -168,6 +176,17 @@ json_object *bank_json_parse_object(apr_pool_t *p, const char *buf, apr_size_t l
         return NULL;
     }
     return o;
+}
+
+json_object *bank_json_parse(apr_pool_t *p, const char *buf, apr_size_t len, const char **why)
+{
+    return parse(p, buf, len, 0, why);
+}
+
+json_object *bank_json_parse_object(apr_pool_t *p, const char *buf, apr_size_t len,
+                                    const char **why)
+{
+    return parse(p, buf, len, 1, why);
 }
 
 const char *bank_json_text(apr_pool_t *p, json_object *o)
@@ -183,7 +202,5 @@ json_object *bank_json_str(const char *s)
 
 json_object *bank_json_time(apr_pool_t *p, const char *db_text)
 {
-    apr_time_t t;
-    return bank_json_str(db_text && bank_time_parse(db_text, &t) == 0 ? bank_time_iso(p, t)
-                                                                      : db_text);
+    return bank_json_str(bank_time_api(p, db_text));
 }

@@ -159,17 +159,19 @@ const char *bank_stmt_sql(const bank_stmt_t *st, const char *driver_name)
     return st->sql;
 }
 
-static int is_pgsql(const bank_db_t *db)
+int bank_db_is_pgsql(const apr_dbd_driver_t *driver)
 {
-    return strcmp(apr_dbd_name(db->driver), "pgsql") == 0;
+    return strcmp(apr_dbd_name(driver), "pgsql") == 0;
+}
+
+const char *bank_db_error_line(apr_pool_t *p, const char *msg)
+{
+    return msg ? apr_pstrndup(p, msg, strcspn(msg, "\r\n")) : "unknown database error";
 }
 
 static bank_db_rc classify(bank_db_t *db, int rv)
 {
-    const char *msg = apr_dbd_error(db->driver, db->handle, rv);
-    /* First line only: PostgreSQL's DETAIL line quotes key values (a BVN, an e-mail). */
-    db->error = apr_pstrndup(db->pool, msg ? msg : "unknown database error",
-                             msg ? strcspn(msg, "\r\n") : 22);
+    db->error = bank_db_error_line(db->pool, apr_dbd_error(db->driver, db->handle, rv));
     if (db->in_txn) {
         db->txn_failed = 1;
     }
@@ -270,6 +272,19 @@ static void read_rows(bank_db_t *db, apr_dbd_results_t *res, bank_rows_t *out)
     out->rows = (const char ***)rows->elts;
 }
 
+int bank_db_select_sql(bank_db_t *db, const char *sql, bank_rows_t *out)
+{
+    apr_dbd_results_t *res = NULL;
+    /* random=1: the pgsql driver reports SQL errors only in that mode. */
+    int rv = apr_dbd_select(db->driver, db->pool, db->handle, &res, sql, 1);
+
+    memset(out, 0, sizeof(*out));
+    if (rv == 0) {
+        read_rows(db, res, out);
+    }
+    return rv;
+}
+
 static bank_db_rc run_select(bank_db_t *db, const char *label, bank_rows_t *out, int nargs,
                              const char *const *args)
 {
@@ -349,11 +364,10 @@ static apr_status_t rollback_open_txn(void *data)
  * statement would fail). */
 static bank_db_rc pg_begin(bank_db_t *db, int *fresh)
 {
-    apr_dbd_results_t *res = NULL;
     bank_rows_t rows;
     bank_db_rc rc;
-    int n = 0, rv = apr_dbd_select(db->driver, db->pool, db->handle, &res,
-                                   "BEGIN; SELECT count(*) FROM pg_prepared_statements", 1);
+    int n = 0,
+        rv = bank_db_select_sql(db, "BEGIN; SELECT count(*) FROM pg_prepared_statements", &rows);
 
     if (rv != 0) {
         rc = classify(db, rv);
@@ -361,7 +375,6 @@ static bank_db_rc pg_begin(bank_db_t *db, int *fresh)
         apr_dbd_query(db->driver, db->handle, &n, "ROLLBACK");
         return rc;
     }
-    read_rows(db, res, &rows);
     *fresh = rows.nrows == 1 && rows.rows[0][0] && strcmp(rows.rows[0][0], "0") == 0;
     return BANK_DB_OK;
 }
@@ -380,7 +393,7 @@ bank_db_rc bank_db_begin(bank_db_t *db)
     db->txn = NULL; /* the driver allocates it; a stale pointer would be reused */
     db->txn_failed = 0;
     db->in_txn = 0;
-    if (!is_pgsql(db)) {
+    if (!bank_db_is_pgsql(db->driver)) {
         hold(db); /* until bank_db_end */
         if ((rv = apr_dbd_transaction_start(db->driver, db->pool, db->handle, &db->txn)) != 0) {
             rc = classify(db, rv);
@@ -422,7 +435,7 @@ bank_db_rc bank_db_end(bank_db_t *db, int commit)
     if (!db->in_txn) {
         return BANK_DB_ERROR;
     }
-    if (is_pgsql(db)) {
+    if (bank_db_is_pgsql(db->driver)) {
         rv = pg_end(db, commit && !failed ? "COMMIT" : "ROLLBACK");
     } else {
         if (!commit || failed) {

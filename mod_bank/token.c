@@ -4,8 +4,7 @@
 #include <apr_strings.h>
 #include <apr_lib.h>
 
-#include <json-c/json.h>
-
+#include "bank_json.h"
 #include "bank_token.h"
 #include "bank_util.h"
 
@@ -104,57 +103,35 @@ int bank_token_verify(apr_pool_t *p, const char *secret, const char *stored_hex)
     return h != NULL && bank_secure_streq(h, stored_hex);
 }
 
-/* Strict parse: trailing text after the array makes the whole list malformed. */
-static json_object *parse_strict(const char *text)
-{
-    json_tokener *tok = json_tokener_new();
-    json_object *obj;
-
-    if (!tok) {
-        return NULL;
-    }
-    json_tokener_set_flags(tok, JSON_TOKENER_STRICT);
-    obj = json_tokener_parse_ex(tok, text, (int)strlen(text));
-    if (obj && (json_tokener_get_error(tok) != json_tokener_success ||
-                json_tokener_get_parse_end(tok) != strlen(text))) {
-        json_object_put(obj);
-        obj = NULL;
-    }
-    json_tokener_free(tok);
-    return obj;
-}
-
-int bank_abilities_allow(const char *abilities_json, const char *ability)
+int bank_abilities_allow(apr_pool_t *p, const char *abilities_json, const char *ability)
 {
     json_object *arr;
-    apr_size_t i, n;
+    apr_size_t i, n, len;
+    const char *why;
     int allow = 0;
 
-    if (!abilities_json || !ability || strlen(abilities_json) > 65536) {
+    if (!abilities_json || !ability || (len = strlen(abilities_json)) > 65536) {
         return 0;
     }
-    arr = parse_strict(abilities_json);
-    if (!arr) {
+    /* Malformed text (or null) grants nothing. */
+    arr = bank_json_parse(p, abilities_json, len, &why);
+    if (!json_object_is_type(arr, json_type_array)) {
         return 0;
     }
-    if (json_object_is_type(arr, json_type_array)) {
-        n = json_object_array_length(arr);
-        for (i = 0; i < n; i++) {
-            json_object *e = json_object_array_get_idx(arr, i);
-            const char *s;
+    n = json_object_array_length(arr);
+    for (i = 0; i < n; i++) {
+        json_object *e = json_object_array_get_idx(arr, i);
+        const char *s;
 
-            /* Anything but strings: the list is not one we wrote, so grant nothing. */
-            if (!json_object_is_type(e, json_type_string)) {
-                allow = 0;
-                break;
-            }
-            s = json_object_get_string(e);
-            if ((size_t)json_object_get_string_len(e) == strlen(s) &&
-                (strcmp(s, "*") == 0 || strcmp(s, ability) == 0)) {
-                allow = 1;
-            }
+        /* Anything but strings: the list is not one we wrote, so grant nothing. */
+        if (!json_object_is_type(e, json_type_string)) {
+            return 0;
+        }
+        /* bank_json_parse refuses \u0000: the C string is the whole JSON string. */
+        s = json_object_get_string(e);
+        if (strcmp(s, "*") == 0 || strcmp(s, ability) == 0) {
+            allow = 1;
         }
     }
-    json_object_put(arr);
     return allow;
 }

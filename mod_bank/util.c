@@ -329,11 +329,15 @@ static int take_char(const char **s, char c)
     return 0;
 }
 
-static int days_in_month(int y, int m)
+int bank_days_in_month(int year, int month)
 {
     static const int mdays[] = {31, 28, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31};
-    int leap = (y % 4 == 0 && y % 100 != 0) || y % 400 == 0;
-    return m == 2 ? 28 + leap : mdays[m - 1];
+    int leap = (year % 4 == 0 && year % 100 != 0) || year % 400 == 0;
+
+    if (month < 1 || month > 12) {
+        return 0;
+    }
+    return month == 2 ? 28 + leap : mdays[month - 1];
 }
 
 /* Fraction: 1..9 digits, kept to the microsecond. */
@@ -422,10 +426,16 @@ int bank_time_parse(const char *s, apr_time_t *out)
         take_zone(&s, &offset) || *s != '\0') {
         return -1;
     }
-    if (mo < 1 || mo > 12 || d < 1 || d > days_in_month(y, mo) || h > 23 || mi > 59 || se > 59) {
+    if (d < 1 || d > bank_days_in_month(y, mo) || h > 23 || mi > 59 || se > 59) {
         return -1;
     }
     secs = days_from_civil(y, mo, d) * 86400 + h * 3600 + mi * 60 + se - offset;
     *out = (apr_time_t)(secs * APR_USEC_PER_SEC + usec);
     return 0;
+}
+
+const char *bank_time_api(apr_pool_t *p, const char *db_text)
+{
+    apr_time_t t;
+    return db_text && bank_time_parse(db_text, &t) == 0 ? bank_time_iso(p, t) : db_text;
 }

@@ -4,6 +4,7 @@
 #include <apr_strings.h>
 #include <apr_lib.h>
 #include "bank_validate.h"
+#include "bank_util.h"
 
 apr_array_header_t *bank_errors_new(apr_pool_t *p)
 {
@@ -19,8 +20,7 @@ void bank_errors_add(apr_array_header_t *errs, const char *field, const char *ru
     e->message = message;
 }
 
-/* Code points in a string json-c has already validated as UTF-8. */
-static apr_size_t utf8_length(const char *s)
+apr_size_t bank_utf8_length(const char *s)
 {
     apr_size_t n = 0;
     for (; *s; s++) {
@@ -62,7 +62,7 @@ const char *bank_v_string_at(apr_array_header_t *errs, json_object *obj, const c
                         apr_psprintf(p, "The %s field must not contain NUL characters", field));
         return NULL;
     }
-    n = utf8_length(s);
+    n = bank_utf8_length(s);
     if (n < min) {
         bank_errors_add(
             errs, field, min == 1 ? "required" : "minLength",
@@ -126,9 +126,8 @@ int bank_bvn_valid(const char *s)
 
 int bank_date_check(const char *s, apr_time_t now)
 {
-    static const int mdays[] = {31, 28, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31};
     apr_time_exp_t today;
-    int i, y, m, d, leap;
+    int i, y, m, d;
 
     for (i = 0; i < 10; i++) {
         int want_dash = (i == 4 || i == 7);
@@ -142,8 +141,7 @@ int bank_date_check(const char *s, apr_time_t now)
     y = atoi(s);
     m = atoi(s + 5);
     d = atoi(s + 8);
-    leap = (y % 4 == 0 && y % 100 != 0) || y % 400 == 0;
-    if (y < 1 || m < 1 || m > 12 || d < 1 || d > mdays[m - 1] + (m == 2 && leap)) {
+    if (y < 1 || d < 1 || d > bank_days_in_month(y, m)) {
         return BANK_DATE_UNREAL;
     }
     apr_time_exp_gmt(&today, now);

@@ -28,8 +28,78 @@ static char *nested(apr_pool_t *p, int depth)
     return s;
 }
 
+/* bank_json_parse: the type of the value it read, "refused" or "null". */
+static const char *value_type(apr_pool_t *p, const char *text, apr_size_t len)
+{
+    const char *why = "unset";
+    json_object *o = bank_json_parse(p, text, len, &why);
+
+    if (!o) {
+        return why ? "refused" : "null";
+    }
+    return why ? "why set" : json_type_to_name(json_object_get_type(o));
+}
+#define TYPE_OF(p, s) value_type(p, s, sizeof(s) - 1)
+
+static void test_any_value(apr_pool_t *p)
+{
+    char *n16 = nested(p, 16), *n17 = nested(p, 17);
+    const char *why = NULL;
+    json_object *o;
+
+    /* top-level numbers end where the text ends (json-c needs to be told) */
+    CHECK_STR(TYPE_OF(p, "12"), "int");
+    CHECK_STR(TYPE_OF(p, "-0"), "int");
+    CHECK_STR(TYPE_OF(p, "12 \n"), "int");
+    CHECK_STR(TYPE_OF(p, "2.5e3"), "double");
+    CHECK_STR(TYPE_OF(p, "true"), "boolean");
+    CHECK_STR(TYPE_OF(p, "false"), "boolean");
+    CHECK_STR(TYPE_OF(p, "null"), "null");
+    CHECK_STR(TYPE_OF(p, " null "), "null");
+    CHECK_STR(TYPE_OF(p, "\"x\""), "string");
+    CHECK_STR(TYPE_OF(p, "[1, \"a\", null]"), "array");
+    CHECK_STR(TYPE_OF(p, " [] "), "array");
+    CHECK_STR(TYPE_OF(p, "{}"), "object");
+    CHECK_STR(value_type(p, n16, strlen(n16)), "object");
+    o = bank_json_parse(p, "1234567890123", 13, &why);
+    CHECK(o && json_object_get_int64(o) == APR_INT64_C(1234567890123));
+    o = bank_json_parse(p, "\"caf\xc3\xa9\"", 7, &why);
+    CHECK(o && strcmp(json_object_get_string(o), "caf\xc3\xa9") == 0);
+    /* only the first len bytes are read */
+    CHECK_STR(value_type(p, "12]", 2), "int");
+    CHECK_STR(value_type(p, "[1]x", 3), "array");
+
+    /* the same refusals as for a request body */
+    CHECK_STR(TYPE_OF(p, ""), "refused");
+    CHECK_STR(TYPE_OF(p, "  "), "refused");
+    CHECK_STR(TYPE_OF(p, "nul"), "refused");
+    CHECK_STR(TYPE_OF(p, "tru"), "refused");
+    CHECK_STR(TYPE_OF(p, "-"), "refused");
+    CHECK_STR(TYPE_OF(p, "1.5e"), "refused");
+    CHECK_STR(TYPE_OF(p, "0012"), "refused");
+    CHECK_STR(TYPE_OF(p, "1 2"), "refused");
+    CHECK_STR(TYPE_OF(p, "12x"), "refused");
+    CHECK_STR(TYPE_OF(p, "null x"), "refused");
+    CHECK_STR(TYPE_OF(p, "[1]]"), "refused");
+    CHECK_STR(TYPE_OF(p, "[1,]"), "refused");
+    CHECK_STR(TYPE_OF(p, "'x'"), "refused");
+    CHECK_STR(TYPE_OF(p, "\"\xff\""), "refused");
+    CHECK_STR(TYPE_OF(p, "\"a\x01\""), "refused");
+    CHECK_STR(TYPE_OF(p, "\"a\\u0000\""), "refused");
+    CHECK_STR(TYPE_OF(p, "NaN"), "refused");
+    CHECK_STR(TYPE_OF(p, "Infinity"), "refused");
+    CHECK_STR(TYPE_OF(p, "-Infinity"), "refused");
+    CHECK_STR(TYPE_OF(p, "1e400"), "refused");
+    CHECK_STR(TYPE_OF(p, "[1e400]"), "refused");
+    CHECK_STR(value_type(p, "12\0", 3), "refused");
+    CHECK_STR(value_type(p, n17, strlen(n17)), "refused");
+    why = NULL;
+    CHECK(bank_json_parse(p, "1e400", 5, &why) == NULL && why && strstr(why, "number"));
+}
+
 static void run_tests(apr_pool_t *p)
 {
+    test_any_value(p);
     const char *why = NULL;
     json_object *o;
     char *n16 = nested(p, 16), *n17 = nested(p, 17);
@@ -74,6 +144,14 @@ static void run_tests(apr_pool_t *p)
     CHECK(!OK_JSON(p, "{\"a\":-Infinity}"));
     CHECK(!OK_JSON(p, "{\"a\":[1e400]}"));
     CHECK(OK_JSON(p, "{\"a\":1e300}"));
+
+    /* a request body that is not an object keeps its reason */
+    why = NULL;
+    o = bank_json_parse_object(p, "12", 2, &why);
+    CHECK(o == NULL && why && strstr(why, "not valid JSON"));
+    why = NULL;
+    o = bank_json_parse_object(p, "\"x\"", 3, &why);
+    CHECK(o == NULL && why && strstr(why, "object"));
 
     /* the reason is a sentence for the client */
     o = bank_json_parse_object(p, "[]", 2, &why);

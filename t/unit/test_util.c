@@ -249,13 +249,38 @@ static void test_time(apr_pool_t *p)
     CHECK(ok);
     CHECK(bank_time_parse(NULL, &t) == -1);
 
+    /* What the API shows for a stored timestamp: the ISO form, else the text as stored. */
+    CHECK_STR(bank_time_api(p, "2026-11-22 13:25:22.123+05:45"), "2026-11-22T07:40:22.123Z");
+    CHECK_STR(bank_time_api(p, "2026-11-22T07:40:22.123Z"), "2026-11-22T07:40:22.123Z");
+    CHECK_STR(bank_time_api(p, "yesterday"), "yesterday");
+    CHECK(bank_time_api(p, NULL) == NULL);
+
     /* Round trip of the current time, to the millisecond. */
     now = apr_time_now();
     CHECK(bank_time_parse(bank_time_iso(p, now), &t) == 0 && t == now / 1000 * 1000);
 }
 
+static void test_days_in_month(void)
+{
+    static const int days_2023[] = {31, 28, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31};
+    int m, ok = 1;
+
+    for (m = 1; m <= 12; m++) {
+        ok &= bank_days_in_month(2023, m) == days_2023[m - 1];
+    }
+    CHECK(ok);
+    CHECK(bank_days_in_month(2024, 2) == 29);
+    CHECK(bank_days_in_month(2000, 2) == 29); /* divisible by 400 */
+    CHECK(bank_days_in_month(1900, 2) == 28); /* by 100 but not 400 */
+    CHECK(bank_days_in_month(2024, 1) == 31);
+    CHECK(bank_days_in_month(2024, 0) == 0);
+    CHECK(bank_days_in_month(2024, 13) == 0);
+    CHECK(bank_days_in_month(2024, -1) == 0);
+}
+
 static void run_tests(apr_pool_t *p)
 {
+    test_days_in_month();
     test_base64(p);
     test_digests(p);
     test_random(p);

@@ -54,6 +54,14 @@ static void test_strings(apr_pool_t *p)
     CHECK(errs->nelts == 6);
 }
 
+static void test_utf8_length(void)
+{
+    CHECK(bank_utf8_length("") == 0);
+    CHECK(bank_utf8_length("abc") == 3);
+    CHECK(bank_utf8_length("Ad\xc3\xa1") == 3);                   /* 2-byte */
+    CHECK(bank_utf8_length("\xe2\x82\xac\xf0\x9f\x98\x80") == 2); /* 3- and 4-byte */
+}
+
 static void test_email(void)
 {
     CHECK(bank_email_plausible("ada@example.com"));
@@ -121,6 +129,7 @@ static void test_dates(void)
 
 static void run_tests(apr_pool_t *p)
 {
+    test_utf8_length();
     test_strings(p);
     test_email();
     test_bvn();
