@@ -27,8 +27,9 @@ typedef struct {
     const char *ip;
     const char *password;
     const char *device;
-    int attempts;       /* BankSignInThrottle */
-    apr_int64_t window; /* seconds */
+    int attempts;         /* BankSignInThrottle */
+    apr_int64_t window;   /* seconds */
+    apr_int64_t lifetime; /* BankTokenLifetime, seconds */
     apr_time_t now;
     const char *cutoff; /* now - window: rows older than this have expired */
 } sign_in_t;
@@ -167,43 +168,28 @@ static json_object *token_json(const char *plain, const char *expires)
 }
 
 /* Token, device and cleared throttle in one transaction; the plaintext token on success. */
-static int issue(sign_in_t *s, const char *customer_id, const char *expires, const char **plain)
+static int issue(sign_in_t *s, const char *customer_id, const char **plain, const char **expires)
 {
-    const char *now = bank_time_iso(s->r->pool, s->now), *secret = NULL, *hash = NULL, *id;
+    const char *now = bank_time_iso(s->r->pool, s->now), *id = NULL, *secret;
     const char *device_args[] = {customer_id, s->device, now, now};
     const char *clear_args[] = {s->email_lc, s->ip};
-    bank_rows_t rows;
     bank_db_rc rc;
 
-    if (bank_token_secret_new(s->r->pool, &secret, &hash) != 0) {
-        ap_log_rerror(APLOG_MARK, APLOG_ERR, 0, s->r,
-                      BANKLOGNO(0505) "cannot create a token secret (no randomness)");
-        return bank_error(s->r, BANK_E_INTERNAL, NULL, NULL);
-    }
-    {
-        const char *token_args[] = {customer_id, hash, SIGN_IN_ABILITIES, now, now, expires};
-        if ((rc = bank_db_begin(s->db)) != BANK_DB_OK ||
-            (rc = bank_db_select(s->db, "bank_token_insert", &rows, BANK_NARGS(token_args),
-                                 token_args)) != BANK_DB_OK ||
-            (rc = bank_db_exec(s->db, "bank_device_upsert", NULL, BANK_NARGS(device_args),
-                               device_args)) != BANK_DB_OK ||
-            (rc = bank_db_exec(s->db, "bank_signin_clear", NULL, BANK_NARGS(clear_args),
-                               clear_args)) != BANK_DB_OK) {
-            return bank_error_db(s->r, s->db, rc, "sign-in");
-        }
-    }
-    if (!(id = bank_rows_get(&rows, 0, 0))) {
-        bank_db_end(s->db, 0);
-        ap_log_rerror(APLOG_MARK, APLOG_ERR, 0, s->r,
-                      BANKLOGNO(0506) "sign-in: the token insert returned no id");
-        return bank_error(s->r, BANK_E_INTERNAL, NULL, NULL);
+    if ((rc = bank_db_begin(s->db)) != BANK_DB_OK ||
+        (rc = bank_token_issue(s->db, s->r->pool, customer_id, s->lifetime, SIGN_IN_ABILITIES,
+                               plain, expires)) != BANK_DB_OK ||
+        (rc = bank_db_exec(s->db, "bank_device_upsert", NULL, BANK_NARGS(device_args),
+                           device_args)) != BANK_DB_OK ||
+        (rc = bank_db_exec(s->db, "bank_signin_clear", NULL, BANK_NARGS(clear_args), clear_args)) !=
+            BANK_DB_OK) {
+        return bank_error_db(s->r, s->db, rc, "sign-in");
     }
     if ((rc = bank_db_end(s->db, 1)) != BANK_DB_OK) {
         return bank_error_db(s->r, s->db, rc, "sign-in commit");
     }
+    bank_token_decode(s->r->pool, *plain, &id, &secret);
     ap_log_rerror(APLOG_MARK, APLOG_INFO, 0, s->r,
                   BANKLOGNO(0507) "customer %s signed in, token id %s", customer_id, id);
-    *plain = bank_token_encode(s->r->pool, id, secret);
     return OK;
 }
 
@@ -228,7 +214,7 @@ int bank_sign_in_handler(request_rec *r)
     json_object *body, *out;
     bank_rows_t rows;
     bank_db_rc dbrc;
-    const char *why = NULL, *plain = NULL, *expires;
+    const char *why = NULL, *plain = NULL, *expires = NULL;
     int rc;
 
     if ((rc = bank_allow_methods(r, AP_METHOD_BIT << M_POST, "POST")) != OK ||
@@ -242,6 +228,7 @@ int bank_sign_in_handler(request_rec *r)
     s.ip = bank_client_ip(r);
     s.attempts = bank_conf_throttle_attempts(conf);
     s.window = bank_conf_throttle_window(conf);
+    s.lifetime = bank_conf_token_lifetime(conf);
     s.now = apr_time_now();
     s.cutoff = bank_time_iso(r->pool, s.now - apr_time_from_sec(s.window));
     if ((rc = throttle_check(&s)) != OK) {
@@ -253,8 +240,7 @@ int bank_sign_in_handler(request_rec *r)
     if (!password_ok(&s, &rows, &why)) {
         return refuse(&s, why);
     }
-    expires = bank_time_iso(r->pool, s.now + apr_time_from_sec(bank_conf_token_lifetime(conf)));
-    if ((rc = issue(&s, bank_rows_get(&rows, 0, BANK_CUST_ID), expires, &plain)) != OK) {
+    if ((rc = issue(&s, bank_rows_get(&rows, 0, BANK_CUST_ID), &plain, &expires)) != OK) {
         return rc;
     }
     prune(&s);
