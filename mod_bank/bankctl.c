@@ -16,6 +16,7 @@
 #include <apr_dbd.h>
 #include <json-c/json.h>
 #include "bank_sql.h"
+#include "bank_customer.h"
 #include "bank_token.h"
 #include "bank_password.h"
 #include "bank_util.h"
@@ -772,25 +773,14 @@ static int cmd_token_issue(ctl_t *c, apr_table_t *o)
                *ttl_s = apr_table_get(o, "ttl");
     long ttl = ttl_s ? parse_range(cmd, "ttl", ttl_s, TTL_MIN, TTL_MAX) : TTL_DEFAULT;
     const char *abilities = abilities_json(c, apr_table_get(o, "abilities"));
-    const char *cid, *secret = NULL, *hash = NULL, *id = NULL, *now_s;
-    apr_time_t now = apr_time_now();
-    bank_rows_t r;
+    const char *plain = NULL, *expires = NULL;
 
     open_ready(c);
-    cid = customer_id(c, email, 1);
-    if (bank_token_secret_new(c->pool, &secret, &hash) != 0) {
-        die(1, "cannot create a token secret (no randomness?)");
+    if (bank_token_issue(&c->db, c->pool, customer_id(c, email, 1), ttl, abilities, &plain,
+                         &expires) != BANK_DB_OK) {
+        db_fail(c, "cannot issue the token");
     }
-    now_s = bank_time_iso(c->pool, now);
-    {
-        const char *args[] = {cid,   hash,  abilities,
-                              now_s, now_s, bank_time_iso(c->pool, now + apr_time_from_sec(ttl))};
-        if (bank_db_select(&c->db, "bank_token_insert", &r, BANK_NARGS(args), args) != BANK_DB_OK ||
-            !(id = bank_rows_get(&r, 0, 0))) {
-            db_fail(c, "cannot store the token");
-        }
-    }
-    printf("%s\n", bank_token_encode(c->pool, id, secret));
+    printf("%s\n", plain);
     return 0;
 }
 

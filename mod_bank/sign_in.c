@@ -1,6 +1,7 @@
 /* POST /auth/sign_in (CONTRACT C4, C5, C6): client key, validation, throttling per
  * (lower-cased e-mail, client IP) in the database, password verification with no timing
- * oracle, then a new access token, the device and the cleared throttle in one transaction. */
+ * oracle, then a new access token, the device and the cleared throttle in one transaction.
+ * At most ATTEMPTS answers per window say "wrong", however many requests run at once. */
 #include <string.h>
 #include <apr_strings.h>
 #include <http_protocol.h>
@@ -27,8 +28,9 @@ typedef struct {
     const char *ip;
     const char *password;
     const char *device;
-    int attempts;       /* BankSignInThrottle */
-    apr_int64_t window; /* seconds */
+    int attempts;         /* BankSignInThrottle */
+    apr_int64_t window;   /* seconds */
+    apr_int64_t lifetime; /* BankTokenLifetime, seconds */
     apr_time_t now;
     const char *cutoff; /* now - window: rows older than this have expired */
 } sign_in_t;
@@ -72,36 +74,25 @@ static void rate_headers(sign_in_t *s, int remaining)
                    apr_itoa(s->r->pool, remaining > 0 ? remaining : 0));
 }
 
-/* Before any password work: 429 while the failures in the current window reach the limit. */
-static int throttle_check(sign_in_t *s)
+/* The 429 of a client over the limit, the same whichever check found it (so it never tells
+ * a right password from a wrong one). window_start: the window's start as the database
+ * gives it; Retry-After is what is left of the window now, whole seconds rounded up, from
+ * 1 to the window: the window may have been started by a request that began after this one
+ * (or on a server whose clock is ahead). */
+static int throttled(sign_in_t *s, const char *window_start)
 {
-    const char *args[] = {s->email_lc, s->ip, s->cutoff};
-    bank_rows_t rows;
-    bank_db_rc rc;
-    apr_time_t start;
+    apr_time_t start, now = apr_time_now();
     apr_int64_t wait;
 
-    if ((rc = bank_db_select(s->db, "bank_signin_throttle_get", &rows, BANK_NARGS(args), args)) !=
-        BANK_DB_OK) {
-        return bank_error_db(s->r, s->db, rc, "sign-in throttle lookup");
+    if (bank_time_parse(window_start, &start) != 0) {
+        start = now;
     }
-    if (rows.nrows == 0 || apr_atoi64(bank_rows_get(&rows, 0, 0)) < s->attempts) {
-        return OK;
-    }
-    if (bank_time_parse(bank_rows_get(&rows, 0, 1), &start) != 0) {
-        start = s->now;
-    }
-    /* whole seconds until the window ends, rounded up, at least 1 */
-    wait =
-        (start + apr_time_from_sec(s->window) - s->now + APR_USEC_PER_SEC - 1) / APR_USEC_PER_SEC;
+    wait = (start + apr_time_from_sec(s->window) - now + APR_USEC_PER_SEC - 1) / APR_USEC_PER_SEC;
     if (wait < 1) {
         wait = 1;
+    } else if (wait > s->window) {
+        wait = s->window;
     }
-    ap_log_rerror(
-        APLOG_MARK, APLOG_NOTICE, 0, s->r,
-        BANKLOGNO(0502) "sign-in throttled: %d failures from this client within %" APR_INT64_T_FMT
-                        "s",
-        s->attempts, s->window);
     rate_headers(s, 0);
     apr_table_setn(s->r->headers_out, "Retry-After",
                    apr_psprintf(s->r->pool, "%" APR_INT64_T_FMT, wait));
@@ -113,20 +104,54 @@ static int throttle_check(sign_in_t *s)
         NULL);
 }
 
-/* Counts the failure (one atomic upsert, shared by every process) and answers 400. */
+/* Before any password work: 429 while the failures in the current window reach the limit,
+ * so a throttled client costs no hashing. Not counted as a failure. */
+static int throttle_check(sign_in_t *s)
+{
+    const char *args[] = {s->email_lc, s->ip, s->cutoff};
+    bank_rows_t rows;
+    bank_db_rc rc;
+
+    if ((rc = bank_db_select(s->db, "bank_signin_throttle_get", &rows, BANK_NARGS(args), args)) !=
+        BANK_DB_OK) {
+        return bank_error_db(s->r, s->db, rc, "sign-in throttle lookup");
+    }
+    if (rows.nrows == 0 || apr_atoi64(bank_rows_get(&rows, 0, 0)) < s->attempts) {
+        return OK;
+    }
+    ap_log_rerror(
+        APLOG_MARK, APLOG_NOTICE, 0, s->r,
+        BANKLOGNO(0502) "sign-in throttled: %d failures from this client within %" APR_INT64_T_FMT
+                        "s",
+        s->attempts, s->window);
+    return throttled(s, bank_rows_get(&rows, 0, 1));
+}
+
+/* Counts the failure (one atomic upsert, shared by every process) and answers 400 if it is
+ * one of the ATTEMPTS of the window, 429 beyond: requests that passed throttle_check at the
+ * same moment are verified, but at most ATTEMPTS answers per window say "wrong". */
 static int refuse(sign_in_t *s, const char *why)
 {
     const char *now = bank_time_iso(s->r->pool, s->now);
     const char *args[] = {s->email_lc, s->ip, now, s->cutoff, s->cutoff};
     bank_rows_t rows;
     bank_db_rc rc;
+    apr_int64_t failures;
 
     if ((rc = bank_db_select(s->db, "bank_signin_fail", &rows, BANK_NARGS(args), args)) !=
         BANK_DB_OK) {
         return bank_error_db(s->r, s->db, rc, "sign-in failure count");
     }
+    failures = apr_atoi64(bank_rows_get(&rows, 0, 0));
+    if (failures > s->attempts) {
+        ap_log_rerror(APLOG_MARK, APLOG_NOTICE, 0, s->r,
+                      BANKLOGNO(0509) "sign-in throttled: %s, failure %" APR_INT64_T_FMT
+                                      " of this client in the window (limit %d)",
+                      why, failures, s->attempts);
+        return throttled(s, bank_rows_get(&rows, 0, 1));
+    }
     ap_log_rerror(APLOG_MARK, APLOG_INFO, 0, s->r, BANKLOGNO(0503) "sign-in refused: %s", why);
-    rate_headers(s, s->attempts - (int)apr_atoi64(bank_rows_get(&rows, 0, 0)));
+    rate_headers(s, s->attempts - (int)failures);
     return bank_error(s->r, BANK_E_INVALID_CREDENTIALS, NULL, NULL);
 }
 
@@ -166,44 +191,48 @@ static json_object *token_json(const char *plain, const char *expires)
     return o;
 }
 
-/* Token, device and cleared throttle in one transaction; the plaintext token on success. */
-static int issue(sign_in_t *s, const char *customer_id, const char *expires, const char **plain)
+/* Token, device and cleared throttle in one transaction; the plaintext token on success.
+ * The failures the clear removes are read at the end, before the commit: if the limit was
+ * reached while this password was verified (failures counted by requests at the same
+ * moment), nothing is issued and the answer is the throttle's 429, so a right password
+ * hidden in a flood of wrong ones is not revealed. */
+static int issue(sign_in_t *s, const char *customer_id, const char **plain, const char **expires)
 {
-    const char *now = bank_time_iso(s->r->pool, s->now), *secret = NULL, *hash = NULL, *id;
+    const char *now = bank_time_iso(s->r->pool, s->now), *id = NULL, *secret;
     const char *device_args[] = {customer_id, s->device, now, now};
-    const char *clear_args[] = {s->email_lc, s->ip};
+    const char *clear_args[] = {s->email_lc, s->ip, s->cutoff};
+    apr_int64_t failures;
     bank_rows_t rows;
     bank_db_rc rc;
 
-    if (bank_token_secret_new(s->r->pool, &secret, &hash) != 0) {
-        ap_log_rerror(APLOG_MARK, APLOG_ERR, 0, s->r,
-                      BANKLOGNO(0505) "cannot create a token secret (no randomness)");
-        return bank_error(s->r, BANK_E_INTERNAL, NULL, NULL);
+    if ((rc = bank_db_begin(s->db)) != BANK_DB_OK ||
+        (rc = bank_token_issue(s->db, s->r->pool, customer_id, s->lifetime, SIGN_IN_ABILITIES,
+                               plain, expires)) != BANK_DB_OK ||
+        (rc = bank_db_exec(s->db, "bank_device_upsert", NULL, BANK_NARGS(device_args),
+                           device_args)) != BANK_DB_OK ||
+        (rc = bank_db_select(s->db, "bank_signin_clear", &rows, BANK_NARGS(clear_args),
+                             clear_args)) != BANK_DB_OK) {
+        return bank_error_db(s->r, s->db, rc, "sign-in");
     }
-    {
-        const char *token_args[] = {customer_id, hash, SIGN_IN_ABILITIES, now, now, expires};
-        if ((rc = bank_db_begin(s->db)) != BANK_DB_OK ||
-            (rc = bank_db_select(s->db, "bank_token_insert", &rows, BANK_NARGS(token_args),
-                                 token_args)) != BANK_DB_OK ||
-            (rc = bank_db_exec(s->db, "bank_device_upsert", NULL, BANK_NARGS(device_args),
-                               device_args)) != BANK_DB_OK ||
-            (rc = bank_db_exec(s->db, "bank_signin_clear", NULL, BANK_NARGS(clear_args),
-                               clear_args)) != BANK_DB_OK) {
-            return bank_error_db(s->r, s->db, rc, "sign-in");
-        }
-    }
-    if (!(id = bank_rows_get(&rows, 0, 0))) {
+    failures = rows.nrows > 0 ? apr_atoi64(bank_rows_get(&rows, 0, 0)) : 0;
+    if (failures >= s->attempts) {
         bank_db_end(s->db, 0);
-        ap_log_rerror(APLOG_MARK, APLOG_ERR, 0, s->r,
-                      BANKLOGNO(0506) "sign-in: the token insert returned no id");
-        return bank_error(s->r, BANK_E_INTERNAL, NULL, NULL);
+        /* a warning: a right password in a flood of failures may mean it was guessed */
+        ap_log_rerror(APLOG_MARK, APLOG_WARNING, 0, s->r,
+                      BANKLOGNO(0510) "sign-in throttled: right password, but %" APR_INT64_T_FMT
+                                      " failures of this client were counted meanwhile "
+                                      "(limit %d); no token issued",
+                      failures, s->attempts);
+        return throttled(s, bank_rows_get(&rows, 0, 1));
     }
     if ((rc = bank_db_end(s->db, 1)) != BANK_DB_OK) {
         return bank_error_db(s->r, s->db, rc, "sign-in commit");
     }
+    bank_token_decode(s->r->pool, *plain, &id, &secret);
     ap_log_rerror(APLOG_MARK, APLOG_INFO, 0, s->r,
-                  BANKLOGNO(0507) "customer %s signed in, token id %s", customer_id, id);
-    *plain = bank_token_encode(s->r->pool, id, secret);
+                  BANKLOGNO(0507) "customer %s signed in, token id %s (%" APR_INT64_T_FMT
+                                  " failures of this client cleared)",
+                  customer_id, id, failures);
     return OK;
 }
 
@@ -228,7 +257,7 @@ int bank_sign_in_handler(request_rec *r)
     json_object *body, *out;
     bank_rows_t rows;
     bank_db_rc dbrc;
-    const char *why = NULL, *plain = NULL, *expires;
+    const char *why = NULL, *plain = NULL, *expires = NULL;
     int rc;
 
     if ((rc = bank_allow_methods(r, AP_METHOD_BIT << M_POST, "POST")) != OK ||
@@ -242,6 +271,7 @@ int bank_sign_in_handler(request_rec *r)
     s.ip = bank_client_ip(r);
     s.attempts = bank_conf_throttle_attempts(conf);
     s.window = bank_conf_throttle_window(conf);
+    s.lifetime = bank_conf_token_lifetime(conf);
     s.now = apr_time_now();
     s.cutoff = bank_time_iso(r->pool, s.now - apr_time_from_sec(s.window));
     if ((rc = throttle_check(&s)) != OK) {
@@ -253,8 +283,7 @@ int bank_sign_in_handler(request_rec *r)
     if (!password_ok(&s, &rows, &why)) {
         return refuse(&s, why);
     }
-    expires = bank_time_iso(r->pool, s.now + apr_time_from_sec(bank_conf_token_lifetime(conf)));
-    if ((rc = issue(&s, bank_rows_get(&rows, 0, BANK_CUST_ID), expires, &plain)) != OK) {
+    if ((rc = issue(&s, bank_rows_get(&rows, 0, BANK_CUST_ID), &plain, &expires)) != OK) {
         return rc;
     }
     prune(&s);

@@ -81,8 +81,13 @@ const bank_stmt_t bank_statements[] = {
      " window_start = CASE WHEN sign_in_attempts.window_start > %pDz"
      " THEN sign_in_attempts.window_start ELSE excluded.window_start END"
      " RETURNING failures, window_start", NULL},
+    /* A success clears the row and, in the same statement, reads what it held: the failures
+     * of the window if it has not expired (else 0) and its start (args: email, ip, cutoff).
+     * On PostgreSQL the DELETE waits for a failure being counted on the row, and a failure
+     * counted after it waits for the sign-in's commit or rollback: none slips between. */
     {"bank_signin_clear",
-     "DELETE FROM sign_in_attempts WHERE email = %s AND ip = %s", NULL},
+     "DELETE FROM sign_in_attempts WHERE email = %s AND ip = %s"
+     " RETURNING CASE WHEN window_start > %pDz THEN failures ELSE 0 END, window_start", NULL},
     {"bank_signin_prune",
      "DELETE FROM sign_in_attempts WHERE window_start < %pDz", NULL},
     {"bank_device_upsert",

@@ -1,15 +1,12 @@
 # BankSignInThrottle (CONTRACT C4): failed sign-ins per (lower-cased e-mail, client IP),
 # counted in the database, checked before the password, 429 with Retry-After and the
 # X-RateLimit headers; a success clears the count. The test server has `5 60`;
-# /tight/sign_in has `2 2`.
+# /tight/sign_in has `2 2`. Sign-ins at the same moment: t/api/sign_in_concurrent.t.
 use strict;
 use warnings FATAL => 'all';
 use Apache::Test qw(-withtestmore);
-use POSIX qw(strftime);
 use Bank::Test;
 use Bank::SignIn;
-
-sub iso_ago { return strftime('%Y-%m-%dT%H:%M:%S.000Z', gmtime(time - $_[0])) }
 
 # --- five failures are answered 400, the sixth 429, even with the right password ----------
 my $c = new_customer(email => 'Throttle.' . unique() . '@Example.com');
@@ -24,6 +21,8 @@ is(attempts_row($lc), '5|127.0.0.1', 'counted in sign_in_attempts per lower-case
 is_429(sign_in($c->{email}, 'wrong-6'), 'sixth wrong password', 60);
 my $ra = is_429(sign_in($c->{email}, $c->{password}), 'right password while throttled', 60);
 is(attempts_row($lc), '5|127.0.0.1', 'throttled attempts are not verified or counted');
+is(db_value("SELECT count(*) FROM auth_access_tokens WHERE tokenable_id = '$c->{id}'"), 0,
+    'no token issued while throttled');
 is_429(sign_in(uc $c->{email}, $c->{password}), 'the same e-mail in another case', 60);
 
 # Retry-After is what is left of the window: started 50 s ago, about 10 s remain.
