@@ -57,6 +57,7 @@ typedef struct {
     const char *const *customer; /* row of bank_customer_by_id */
     const char *const *account;  /* row of bank_account_by_customer, or NULL */
     bvn_verdict verdict;
+    const char *owner; /* BVN_TAKEN: the customer who holds the BVN */
 } bvn_state_t;
 
 /* ---- the answer ---- */
@@ -130,7 +131,7 @@ static int answer(request_rec *r, const bvn_state_t *st, int opened)
 /* ---- the database ---- */
 
 /* Reads the customer and decides where they stand (inside or outside a transaction). */
-static bank_db_rc load_state(bank_db_t *db, bvn_state_t *st)
+static bank_db_rc load_state_once(bank_db_t *db, bvn_state_t *st)
 {
     const char *args[1];
     bank_rows_t rows;
@@ -163,7 +164,25 @@ static bank_db_rc load_state(bank_db_t *db, bvn_state_t *st)
         return rc;
     }
     st->verdict = rows.nrows > 0 ? BVN_TAKEN : BVN_OPEN;
+    st->owner = rows.nrows > 0 && rows.rows[0][0] ? rows.rows[0][0] : "";
     return BANK_DB_OK;
+}
+
+static bank_db_rc load_state(bank_db_t *db, bvn_state_t *st)
+{
+    bank_db_rc rc = BANK_DB_OK;
+    int pass;
+
+    /* Two statements, no snapshot across them (PostgreSQL reads each at its own instant):
+     * if the BVN's owner turns out to be this customer, a concurrent request of theirs
+     * committed in between; read the state again rather than call the BVN taken. */
+    for (pass = 0; pass < 2; pass++) {
+        if ((rc = load_state_once(db, st)) != BANK_DB_OK || st->verdict != BVN_TAKEN ||
+            strcmp(st->owner, st->customer_id) != 0) {
+            return rc;
+        }
+    }
+    return rc;
 }
 
 /* Fails the open transaction with a reason of ours (not a driver's). */
