@@ -13,6 +13,20 @@ APLOG_USE_MODULE(bank);
 /* last_used_at is written at most this often per token, not on every request. */
 #define BANK_TOUCH_INTERVAL apr_time_from_sec(60)
 
+int bank_customer_request(request_rec *r, apr_int64_t methods, const char *allow,
+                          const char *ability, bank_db_t **db, bank_principal_t **out)
+{
+    int rc;
+
+    if ((rc = bank_allow_methods(r, methods, allow)) != OK) {
+        return rc;
+    }
+    if (!(*db = bank_db(r))) {
+        return bank_error_db(r, NULL, BANK_DB_ERROR, r->handler);
+    }
+    return bank_authenticate(r, *db, ability, out);
+}
+
 const char *bank_bearer(request_rec *r)
 {
     const char *h = apr_table_get(r->headers_in, "Authorization");

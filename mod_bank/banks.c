@@ -146,13 +146,8 @@ int bank_banks_handler(request_rec *r)
     bank_db_t *db;
     int rc;
 
-    if ((rc = bank_allow_methods(r, AP_METHOD_BIT << M_GET, "GET, HEAD")) != OK) {
-        return rc;
-    }
-    if (!(db = bank_db(r))) {
-        return bank_error_db(r, NULL, BANK_DB_ERROR, "bank list");
-    }
-    if ((rc = bank_authenticate(r, db, "banks:read", &who)) != OK) {
+    if ((rc = bank_customer_request(r, AP_METHOD_BIT << M_GET, "GET, HEAD", "banks:read", &db,
+                                    &who)) != OK) {
         return rc;
     }
     if (!cache_get(r, apr_time_from_sec(max_age), &text, &etag)) {

@@ -401,13 +401,8 @@ int bank_bvn_handler(request_rec *r)
 
     /* The token before the body (CONTRACT C3): a caller without one gets 401, whatever
      * they sent, and nothing of the body is read or parsed for them. */
-    if ((rc = bank_allow_methods(r, AP_METHOD_BIT << M_POST, "POST")) != OK) {
-        return rc;
-    }
-    if (!(db = bank_db(r))) {
-        return bank_error_db(r, NULL, BANK_DB_ERROR, "BVN verification");
-    }
-    if ((rc = bank_authenticate(r, db, "onboarding:bvn", &who)) != OK) {
+    if ((rc = bank_customer_request(r, AP_METHOD_BIT << M_POST, "POST", "onboarding:bvn", &db,
+                                    &who)) != OK) {
         return rc;
     }
     if ((rc = bank_read_json(r, &body, NULL, NULL)) != OK) {
