@@ -5,7 +5,9 @@ CC        ?= cc
 DB        ?= sqlite3
 BUILD     := build
 WARN      := -Wall -Wextra -Werror -Wno-missing-field-initializers
-APR_INC   := $(shell apr-1-config --includes 2>/dev/null) $(shell apr-1-config --cppflags 2>/dev/null)
+# Evaluated by the shell when a recipe runs, not when make reads this file: on a new machine
+# `make deps` installs apr-1-config and apxs only after make has read the Makefile.
+APR_INC    = $$(apr-1-config --includes) $$(apr-1-config --cppflags)
 LIBS      := -ljson-c -lcrypto -lcrypt
 
 # Pure code: no httpd dependency; linked by the module, bankctl and the C unit tests.
@@ -73,7 +75,7 @@ memcheck: deps build
 
 # Installs the module where httpd's other modules live, bankctl, the SQL files it applies and
 # the Location examples (DESTDIR for packaging).
-LIBEXECDIR := $(shell $(APXS) -q LIBEXECDIR 2>/dev/null)
+LIBEXECDIR = $$($(APXS) -q LIBEXECDIR)
 install: build
 	install -d $(DESTDIR)$(LIBEXECDIR) $(DESTDIR)/usr/local/bin $(DESTDIR)/usr/local/share/mod_bank \
 	    $(DESTDIR)/etc/apache2/mod_bank
