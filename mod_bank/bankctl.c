@@ -414,7 +414,8 @@ static void db_fail(ctl_t *c, const char *what)
 
 static const char *customer_id(ctl_t *c, const char *email, int must)
 {
-    const char *args[] = {email};
+    /* the lookup key folds A-Z only, as sign-in does (sql/sqlite/004_email_key.sql) */
+    const char *args[] = {bank_ascii_lower(c->pool, email)};
     bank_rows_t r;
 
     if (bank_db_select(&c->db, "bank_customer_by_email", &r, BANK_NARGS(args), args) !=

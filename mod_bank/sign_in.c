@@ -277,7 +277,8 @@ int bank_sign_in_handler(request_rec *r)
     if ((rc = throttle_check(&s)) != OK) {
         return rc;
     }
-    if ((dbrc = bank_db_select(s.db, "bank_customer_by_email", &rows, 1, &s.email)) != BANK_DB_OK) {
+    if ((dbrc = bank_db_select(s.db, "bank_customer_by_email", &rows, 1, &s.email_lc)) !=
+        BANK_DB_OK) {
         return bank_error_db(r, s.db, dbrc, "customer lookup");
     }
     if (!password_ok(&s, &rows, &why)) {

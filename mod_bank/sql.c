@@ -33,9 +33,11 @@ const bank_stmt_t bank_statements[] = {
      "DELETE FROM auth_access_tokens WHERE tokenable_id = CAST(%s AS uuid)"},
 
     /* Customers. */
+    /* By email_key, the e-mail with A-Z folded only (sql/sqlite/004_email_key.sql): the
+     * argument is folded by the caller with bank_ascii_lower, never by SQL lower(). */
     {"bank_customer_by_email",
      "SELECT id, email, password, first_name, last_name, phone, email_verified, bvn,"
-     " referral_code, created_at, updated_at FROM customers WHERE lower(email) = lower(%s)",
+     " referral_code, created_at, updated_at FROM customers WHERE email_key = %s",
      NULL},
     {"bank_customer_by_id",
      "SELECT id, email, password, first_name, last_name, phone, email_verified, bvn,"
