@@ -28,6 +28,10 @@ typedef struct {
     apr_int64_t token_lifetime;          /* BankTokenLifetime, seconds */
     int throttle_attempts;               /* BankSignInThrottle */
     apr_int64_t throttle_window;         /* seconds */
+    int addr_attempts;                   /* BankSignInAddressThrottle */
+    apr_int64_t addr_window;             /* seconds */
+    int bvn_attempts;                    /* BankBvnThrottle */
+    apr_int64_t bvn_window;              /* seconds */
     apr_int64_t max_body;                /* BankMaxBody, bytes */
     apr_int64_t banks_max_age;           /* BankBanksMaxAge, seconds */
     const char *account_bank;            /* BankAccountBank */
@@ -49,6 +53,10 @@ bank_dir_conf *bank_conf(request_rec *r);
 apr_int64_t bank_conf_token_lifetime(const bank_dir_conf *c);
 int bank_conf_throttle_attempts(const bank_dir_conf *c);
 apr_int64_t bank_conf_throttle_window(const bank_dir_conf *c);
+int bank_conf_addr_attempts(const bank_dir_conf *c);
+apr_int64_t bank_conf_addr_window(const bank_dir_conf *c);
+int bank_conf_bvn_attempts(const bank_dir_conf *c);
+apr_int64_t bank_conf_bvn_window(const bank_dir_conf *c);
 apr_int64_t bank_conf_max_body(const bank_dir_conf *c);
 apr_int64_t bank_conf_banks_max_age(const bank_dir_conf *c);
 const char *bank_conf_account_bank(const bank_dir_conf *c);
@@ -93,6 +101,14 @@ int bank_error_method(request_rec *r, const char *allow);
 /* 503 with Retry-After. */
 int bank_error_unavailable(request_rec *r, const char *message, int retry_after);
 
+/* X-RateLimit-Limit and X-RateLimit-Remaining (negative remaining shows as 0). */
+void bank_rate_headers(request_rec *r, int limit, int remaining);
+/* 429 of a client over a throttle: Retry-After (what is left of the window that started at
+ * window_start, as the database gives it), the X-RateLimit headers and the message "Too many
+ * failed <what> attempts; try again in N seconds." */
+int bank_error_throttled(request_rec *r, int limit, apr_int64_t window, const char *window_start,
+                         const char *what);
+
 /* Writes {"body": body[, "message": message]} with status 200 (body may be NULL -> null). */
 int bank_send_json(request_rec *r, int status, json_object *body, const char *message);
 
@@ -126,6 +142,39 @@ int bank_db_post_config(apr_pool_t *pconf, apr_pool_t *plog, apr_pool_t *ptemp, 
 void bank_db_retrieve_optional(void);
 /* Registers mod_bank on mod_dbd's post_connect hook (session set-up, restore after loss). */
 void bank_db_register_hooks(void);
+
+/* ---------- failure counters shared by every server (throttle.c) ------------------------- */
+
+/* One counter of throttle_counts: failures of (scope, subject) in a window of `window`
+ * seconds, at most `attempts` answered as failures per window. */
+typedef struct {
+    request_rec *r;
+    bank_db_t *db;
+    const char *scope;   /* "bvn", "address" */
+    const char *subject; /* customer id, client IP */
+    const char *what;    /* for the 429's message: "BVN", "sign-in" */
+    int attempts;
+    apr_int64_t window; /* seconds */
+    apr_time_t now;
+    const char *cutoff; /* now - window: a window that started before has expired */
+} bank_throttle_t;
+
+void bank_throttle_init(bank_throttle_t *t, request_rec *r, bank_db_t *db, const char *scope,
+                        const char *subject, const char *what, int attempts, apr_int64_t window);
+/* OK while the failures of the current window are under the limit; else the 429 (or the
+ * database error) is written and its status returned. Counts nothing. */
+int bank_throttle_check(bank_throttle_t *t);
+/* Counts one failure atomically (and prunes long-expired rows of the scope). OK with
+ * *remaining while it is one of the window's ATTEMPTS; else the 429 is written. */
+int bank_throttle_fail(bank_throttle_t *t, int *remaining);
+/* A success: deletes the counter and reads what it held, in a transaction of its own (call
+ * it outside one). OK, or the 429 when the limit was reached meanwhile (by requests at the
+ * same moment), the delete then rolled back: the success must not be revealed. */
+int bank_throttle_clear(bank_throttle_t *t);
+/* Rows expired for at least this long (and for the window) are pruned. */
+#define BANK_THROTTLE_KEEP apr_time_from_sec(86400)
+/* The cutoff for pruning the rows of a window of `window` seconds at `now`. */
+const char *bank_throttle_prune_cutoff(apr_pool_t *p, apr_time_t now, apr_int64_t window);
 
 /* ---------- bearer authentication (auth.c) ------------------------------------------------ */
 

@@ -20,6 +20,10 @@ APLOG_USE_MODULE(bank);
 /* A string field longer than this fails maxLength rather than its format rule. */
 #define BVN_FIELD_MAX 1024
 
+/* Unknown BVN, another date of birth, other names: one answer, byte for byte, so the
+ * endpoint tells nobody who holds a BVN or when they were born (docs/api.md). */
+#define BVN_MISMATCH "The bvn_number and date_of_birth do not match a BVN record of this customer"
+
 /* The write that a taken referral code makes fail: the only step worth another attempt. */
 static const char step_referral[] = "referral";
 
@@ -357,41 +361,49 @@ static int validate(request_rec *r, json_object *body, const char **bvn, const c
 }
 
 /* The identity record must know the BVN, with this date of birth and the customer's names.
- * OK, or the 422 written; *account_name is the record's names for the account. */
+ * OK, or the answer written: a mismatch counts one failure of the customer (BankBvnThrottle)
+ * and is the one 422 of BVN_MISMATCH, or the 429 past the limit. *account_name is the
+ * record's names for the account. */
 static int check_record(request_rec *r, bank_db_t *db, const bvn_state_t *st, const char *dob,
-                        const char **account_name)
+                        bank_throttle_t *throttle, const char **account_name)
 {
-    apr_array_header_t *errs = bank_errors_new(r->pool);
-    const char *args[] = {st->bvn};
+    apr_array_header_t *errs;
+    const char *args[] = {st->bvn}, *why = NULL;
     bank_rows_t rows;
     bank_db_rc rc;
+    int left = 0;
 
     if ((rc = bank_db_select(db, "bank_bvn_record_find", &rows, 1, args)) != BANK_DB_OK) {
         return bank_error_db(r, db, rc, "BVN record lookup");
     }
     if (rows.nrows != 1) {
-        bank_errors_add(errs, "bvn_number", "exists", "No BVN record matches this bvn_number");
+        why = "no record of this BVN";
     } else if (!rows.rows[0][2] || strcmp(rows.rows[0][2], dob) != 0) {
-        bank_errors_add(errs, "date_of_birth", "bvnMatch",
-                        "The date_of_birth does not match the BVN record");
+        why = "the date of birth differs from the record";
     } else if (!bank_names_match(r->pool, rows.rows[0][0], rows.rows[0][1],
                                  st->customer[BANK_CUST_FIRST], st->customer[BANK_CUST_LAST])) {
-        bank_errors_add(errs, "bvn_number", "bvnMatch",
-                        "The names on the BVN record do not match the customer's");
+        why = "the names differ from the record";
     }
-    if (errs->nelts) {
-        ap_log_rerror(APLOG_MARK, APLOG_INFO, 0, r,
-                      BANKLOGNO(0605) "customer %s: BVN not verified (%s)", st->customer_id,
-                      APR_ARRAY_IDX(errs, 0, bank_field_error_t).message);
-        return bank_error_validation(r, errs);
+    if (!why) {
+        *account_name = bank_account_name(r->pool, rows.rows[0][0], rows.rows[0][1]);
+        return OK;
     }
-    *account_name = bank_account_name(r->pool, rows.rows[0][0], rows.rows[0][1]);
-    return OK;
+    /* the reason is for the operator only; the answer is the same for all three */
+    ap_log_rerror(APLOG_MARK, APLOG_INFO, 0, r,
+                  BANKLOGNO(0605) "customer %s: BVN not verified (%s)", st->customer_id, why);
+    if ((rc = bank_throttle_fail(throttle, &left)) != OK) {
+        return rc;
+    }
+    errs = bank_errors_new(r->pool);
+    bank_errors_add(errs, "bvn_number", "bvn_mismatch", BVN_MISMATCH);
+    bank_rate_headers(r, throttle->attempts, left);
+    return bank_error_validation(r, errs);
 }
 
 int bank_bvn_handler(request_rec *r)
 {
     bank_principal_t *who;
+    bank_throttle_t throttle;
     bvn_state_t st;
     json_object *body;
     const char *dob, *account_name = NULL;
@@ -421,7 +433,18 @@ int bank_bvn_handler(request_rec *r)
     if (st.verdict == BVN_NO_CUSTOMER || st.verdict == BVN_OTHER) {
         return answer(r, &st, 0);
     }
-    if ((rc = check_record(r, db, &st, dob, &account_name)) != OK) {
+    /* Past BankBvnThrottle every attempt is refused, right or wrong. */
+    bank_throttle_init(&throttle, r, db, "bvn", st.customer_id, "BVN",
+                       bank_conf_bvn_attempts(bank_conf(r)), bank_conf_bvn_window(bank_conf(r)));
+    if ((rc = bank_throttle_check(&throttle)) != OK ||
+        (rc = check_record(r, db, &st, dob, &throttle, &account_name)) != OK) {
+        return rc;
+    }
+    /* The record matched. A success clears the count; a 409 leaves it. Either way, if the
+     * limit was reached meanwhile (wrong attempts at the same moment), 429: a right answer
+     * hidden in a flood of wrong ones is not revealed. */
+    rc = st.verdict == BVN_TAKEN ? bank_throttle_check(&throttle) : bank_throttle_clear(&throttle);
+    if (rc != OK) {
         return rc;
     }
     if (st.verdict == BVN_OPEN && (rc = open_account(r, db, &st, account_name, &opened)) != OK) {

@@ -16,12 +16,16 @@ static const struct {
     apr_int64_t token_lifetime;
     int throttle_attempts;
     apr_int64_t throttle_window;
+    int addr_attempts;
+    apr_int64_t addr_window;
+    int bvn_attempts;
+    apr_int64_t bvn_window;
     apr_int64_t max_body;
     apr_int64_t banks_max_age;
     const char *account_bank;
     const char *account_bank_code;
     const char *partner;
-} defaults = {86400, 5, 60, 65536, 300, "mod_bank Demo Bank", "999", "partner"};
+} defaults = {86400, 5, 60, 50, 300, 5, 86400, 65536, 300, "mod_bank Demo Bank", "999", "partner"};
 
 void *bank_create_dir_conf(apr_pool_t *p, char *dir)
 {
@@ -29,6 +33,10 @@ void *bank_create_dir_conf(apr_pool_t *p, char *dir)
     c->token_lifetime = BANK_UNSET;
     c->throttle_attempts = BANK_UNSET;
     c->throttle_window = BANK_UNSET;
+    c->addr_attempts = BANK_UNSET;
+    c->addr_window = BANK_UNSET;
+    c->bvn_attempts = BANK_UNSET;
+    c->bvn_window = BANK_UNSET;
     c->max_body = BANK_UNSET;
     c->banks_max_age = BANK_UNSET;
     (void)dir;
@@ -45,6 +53,10 @@ void *bank_merge_dir_conf(apr_pool_t *p, void *basev, void *addv)
     MERGE_NUM(token_lifetime);
     MERGE_NUM(throttle_attempts);
     MERGE_NUM(throttle_window);
+    MERGE_NUM(addr_attempts);
+    MERGE_NUM(addr_window);
+    MERGE_NUM(bvn_attempts);
+    MERGE_NUM(bvn_window);
     MERGE_NUM(max_body);
     MERGE_NUM(banks_max_age);
     MERGE_PTR(account_bank);
@@ -81,6 +93,10 @@ bank_dir_conf *bank_conf(request_rec *r)
 GETTER(apr_int64_t, token_lifetime, token_lifetime)
 GETTER(int, throttle_attempts, throttle_attempts)
 GETTER(apr_int64_t, throttle_window, throttle_window)
+GETTER(int, addr_attempts, addr_attempts)
+GETTER(apr_int64_t, addr_window, addr_window)
+GETTER(int, bvn_attempts, bvn_attempts)
+GETTER(apr_int64_t, bvn_window, bvn_window)
 GETTER(apr_int64_t, max_body, max_body)
 GETTER(apr_int64_t, banks_max_age, banks_max_age)
 
@@ -223,17 +239,38 @@ static const char *set_banks_max_age(cmd_parms *cmd, void *cfg, const char *arg)
     return parse_int(cmd, arg, 0, 31536000, &((bank_dir_conf *)cfg)->banks_max_age);
 }
 
-static const char *set_throttle(cmd_parms *cmd, void *cfg, const char *attempts,
-                                const char *seconds)
+/* ATTEMPTS SECONDS of a throttle: 1..1000000 failures per 1 s..30 days. */
+static const char *parse_throttle(cmd_parms *cmd, const char *attempts, const char *seconds,
+                                  int *n_out, apr_int64_t *window_out)
 {
-    bank_dir_conf *c = cfg;
     apr_int64_t n;
     const char *err = parse_int(cmd, attempts, 1, 1000000, &n);
     if (err) {
         return err;
     }
-    c->throttle_attempts = (int)n;
-    return parse_int(cmd, seconds, 1, 2592000, &c->throttle_window);
+    *n_out = (int)n;
+    return parse_int(cmd, seconds, 1, 2592000, window_out);
+}
+
+static const char *set_throttle(cmd_parms *cmd, void *cfg, const char *attempts,
+                                const char *seconds)
+{
+    bank_dir_conf *c = cfg;
+    return parse_throttle(cmd, attempts, seconds, &c->throttle_attempts, &c->throttle_window);
+}
+
+static const char *set_addr_throttle(cmd_parms *cmd, void *cfg, const char *attempts,
+                                     const char *seconds)
+{
+    bank_dir_conf *c = cfg;
+    return parse_throttle(cmd, attempts, seconds, &c->addr_attempts, &c->addr_window);
+}
+
+static const char *set_bvn_throttle(cmd_parms *cmd, void *cfg, const char *attempts,
+                                    const char *seconds)
+{
+    bank_dir_conf *c = cfg;
+    return parse_throttle(cmd, attempts, seconds, &c->bvn_attempts, &c->bvn_window);
 }
 
 static const char *set_account_bank(cmd_parms *cmd, void *cfg, const char *arg)
@@ -298,6 +335,12 @@ const command_rec bank_cmds[] = {
     AP_INIT_TAKE2("BankSignInThrottle", set_throttle, NULL, BANK_CTX,
                   "Failed sign-ins allowed per e-mail and IP, and the window in seconds "
                   "(default 5 60)"),
+    AP_INIT_TAKE2("BankSignInAddressThrottle", set_addr_throttle, NULL, BANK_CTX,
+                  "Failed sign-ins allowed per client IP whatever the e-mail, and the window in "
+                  "seconds (default 50 300)"),
+    AP_INIT_TAKE2("BankBvnThrottle", set_bvn_throttle, NULL, BANK_CTX,
+                  "Failed BVN checks allowed per customer, and the window in seconds "
+                  "(default 5 86400)"),
     AP_INIT_TAKE1("BankMaxBody", set_max_body, NULL, BANK_CTX,
                   "Request body cap in bytes (default 65536)"),
     AP_INIT_TAKE1("BankBanksMaxAge", set_banks_max_age, NULL, BANK_CTX,

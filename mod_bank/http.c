@@ -9,6 +9,7 @@
 #include <util_filter.h>
 #include "mod_bank.h"
 #include "bank_json.h"
+#include "bank_util.h"
 
 APLOG_USE_MODULE(bank);
 
@@ -136,6 +137,41 @@ int bank_error_unavailable(request_rec *r, const char *message, int retry_after)
 {
     apr_table_setn(r->headers_out, "Retry-After", apr_itoa(r->pool, retry_after));
     return bank_error(r, BANK_E_UNAVAILABLE, message, NULL);
+}
+
+void bank_rate_headers(request_rec *r, int limit, int remaining)
+{
+    apr_table_setn(r->headers_out, "X-RateLimit-Limit", apr_itoa(r->pool, limit));
+    apr_table_setn(r->headers_out, "X-RateLimit-Remaining",
+                   apr_itoa(r->pool, remaining > 0 ? remaining : 0));
+}
+
+/* Retry-After is what is left of the window now, whole seconds rounded up, from 1 to the
+ * window: the window may have been started by a request that began after this one (or on a
+ * server whose clock is ahead). */
+int bank_error_throttled(request_rec *r, int limit, apr_int64_t window, const char *window_start,
+                         const char *what)
+{
+    apr_time_t start, now = apr_time_now();
+    apr_int64_t wait;
+
+    if (bank_time_parse(window_start, &start) != 0) {
+        start = now;
+    }
+    wait = (start + apr_time_from_sec(window) - now + APR_USEC_PER_SEC - 1) / APR_USEC_PER_SEC;
+    if (wait < 1) {
+        wait = 1;
+    } else if (wait > window) {
+        wait = window;
+    }
+    bank_rate_headers(r, limit, 0);
+    apr_table_setn(r->headers_out, "Retry-After", apr_psprintf(r->pool, "%" APR_INT64_T_FMT, wait));
+    return bank_error(r, BANK_E_TOO_MANY_REQUESTS,
+                      apr_psprintf(r->pool,
+                                   "Too many failed %s attempts; try again in %" APR_INT64_T_FMT
+                                   " seconds.",
+                                   what, wait),
+                      NULL);
 }
 
 int bank_allow_methods(request_rec *r, apr_int64_t mask, const char *allow)

@@ -17,8 +17,6 @@ APLOG_USE_MODULE(bank);
 
 /* Tokens issued here may do everything; narrower ones come from bankctl token issue. */
 #define SIGN_IN_ABILITIES "[\"*\"]"
-/* Expired throttle rows are pruned once they are older than this and than the window. */
-#define THROTTLE_KEEP apr_time_from_sec(86400)
 
 typedef struct {
     request_rec *r;
@@ -32,7 +30,8 @@ typedef struct {
     apr_int64_t window;   /* seconds */
     apr_int64_t lifetime; /* BankTokenLifetime, seconds */
     apr_time_t now;
-    const char *cutoff; /* now - window: rows older than this have expired */
+    const char *cutoff;   /* now - window: rows older than this have expired */
+    bank_throttle_t addr; /* BankSignInAddressThrottle: failures of the IP, any e-mail */
 } sign_in_t;
 
 /* Every configured key is compared, none skipped after a match (bank_secret_in), so the
@@ -67,45 +66,17 @@ static int validate(request_rec *r, json_object *body, sign_in_t *s)
     return OK;
 }
 
-static void rate_headers(sign_in_t *s, int remaining)
-{
-    apr_table_setn(s->r->headers_out, "X-RateLimit-Limit", apr_itoa(s->r->pool, s->attempts));
-    apr_table_setn(s->r->headers_out, "X-RateLimit-Remaining",
-                   apr_itoa(s->r->pool, remaining > 0 ? remaining : 0));
-}
-
 /* The 429 of a client over the limit, the same whichever check found it (so it never tells
  * a right password from a wrong one). window_start: the window's start as the database
- * gives it; Retry-After is what is left of the window now, whole seconds rounded up, from
- * 1 to the window: the window may have been started by a request that began after this one
- * (or on a server whose clock is ahead). */
+ * gives it. */
 static int throttled(sign_in_t *s, const char *window_start)
 {
-    apr_time_t start, now = apr_time_now();
-    apr_int64_t wait;
-
-    if (bank_time_parse(window_start, &start) != 0) {
-        start = now;
-    }
-    wait = (start + apr_time_from_sec(s->window) - now + APR_USEC_PER_SEC - 1) / APR_USEC_PER_SEC;
-    if (wait < 1) {
-        wait = 1;
-    } else if (wait > s->window) {
-        wait = s->window;
-    }
-    rate_headers(s, 0);
-    apr_table_setn(s->r->headers_out, "Retry-After",
-                   apr_psprintf(s->r->pool, "%" APR_INT64_T_FMT, wait));
-    return bank_error(
-        s->r, BANK_E_TOO_MANY_REQUESTS,
-        apr_psprintf(s->r->pool,
-                     "Too many failed sign-in attempts; try again in %" APR_INT64_T_FMT " seconds.",
-                     wait),
-        NULL);
+    return bank_error_throttled(s->r, s->attempts, s->window, window_start, "sign-in");
 }
 
 /* Before any password work: 429 while the failures in the current window reach the limit,
- * so a throttled client costs no hashing. Not counted as a failure. */
+ * of this e-mail from this IP or of this IP whatever the e-mail, so a throttled client costs
+ * no hashing. Not counted as a failure. */
 static int throttle_check(sign_in_t *s)
 {
     const char *args[] = {s->email_lc, s->ip, s->cutoff};
@@ -117,7 +88,7 @@ static int throttle_check(sign_in_t *s)
         return bank_error_db(s->r, s->db, rc, "sign-in throttle lookup");
     }
     if (rows.nrows == 0 || apr_atoi64(bank_rows_get(&rows, 0, 0)) < s->attempts) {
-        return OK;
+        return bank_throttle_check(&s->addr);
     }
     ap_log_rerror(
         APLOG_MARK, APLOG_NOTICE, 0, s->r,
@@ -127,9 +98,12 @@ static int throttle_check(sign_in_t *s)
     return throttled(s, bank_rows_get(&rows, 0, 1));
 }
 
+static void prune(sign_in_t *s);
+
 /* Counts the failure (one atomic upsert, shared by every process) and answers 400 if it is
  * one of the ATTEMPTS of the window, 429 beyond: requests that passed throttle_check at the
- * same moment are verified, but at most ATTEMPTS answers per window say "wrong". */
+ * same moment are verified, but at most ATTEMPTS answers per window say "wrong". The same
+ * for the IP's own count (BankSignInAddressThrottle), whatever the e-mail. */
 static int refuse(sign_in_t *s, const char *why)
 {
     const char *now = bank_time_iso(s->r->pool, s->now);
@@ -137,12 +111,17 @@ static int refuse(sign_in_t *s, const char *why)
     bank_rows_t rows;
     bank_db_rc rc;
     apr_int64_t failures;
+    int rv, addr_left = 0;
 
     if ((rc = bank_db_select(s->db, "bank_signin_fail", &rows, BANK_NARGS(args), args)) !=
         BANK_DB_OK) {
         return bank_error_db(s->r, s->db, rc, "sign-in failure count");
     }
+    prune(s);
     failures = apr_atoi64(bank_rows_get(&rows, 0, 0));
+    if ((rv = bank_throttle_fail(&s->addr, &addr_left)) != OK) {
+        return rv;
+    }
     if (failures > s->attempts) {
         ap_log_rerror(APLOG_MARK, APLOG_NOTICE, 0, s->r,
                       BANKLOGNO(0509) "sign-in throttled: %s, failure %" APR_INT64_T_FMT
@@ -151,7 +130,7 @@ static int refuse(sign_in_t *s, const char *why)
         return throttled(s, bank_rows_get(&rows, 0, 1));
     }
     ap_log_rerror(APLOG_MARK, APLOG_INFO, 0, s->r, BANKLOGNO(0503) "sign-in refused: %s", why);
-    rate_headers(s, s->attempts - (int)failures);
+    bank_rate_headers(s->r, s->attempts, s->attempts - (int)failures);
     return bank_error(s->r, BANK_E_INVALID_CREDENTIALS, NULL, NULL);
 }
 
@@ -195,7 +174,8 @@ static json_object *token_json(const char *plain, const char *expires)
  * The failures the clear removes are read at the end, before the commit: if the limit was
  * reached while this password was verified (failures counted by requests at the same
  * moment), nothing is issued and the answer is the throttle's 429, so a right password
- * hidden in a flood of wrong ones is not revealed. */
+ * hidden in a flood of wrong ones is not revealed. The same for the IP's own count, which a
+ * success does not clear (a sprayer's own account must not refill the budget). */
 static int issue(sign_in_t *s, const char *customer_id, const char **plain, const char **expires)
 {
     const char *now = bank_time_iso(s->r->pool, s->now), *id = NULL, *secret;
@@ -204,6 +184,7 @@ static int issue(sign_in_t *s, const char *customer_id, const char **plain, cons
     apr_int64_t failures;
     bank_rows_t rows;
     bank_db_rc rc;
+    int rv;
 
     if ((rc = bank_db_begin(s->db)) != BANK_DB_OK ||
         (rc = bank_token_issue(s->db, s->r->pool, customer_id, s->lifetime, SIGN_IN_ABILITIES,
@@ -225,6 +206,12 @@ static int issue(sign_in_t *s, const char *customer_id, const char **plain, cons
                       failures, s->attempts);
         return throttled(s, bank_rows_get(&rows, 0, 1));
     }
+    if ((rv = bank_throttle_check(&s->addr)) != OK) {
+        if (s->db->in_txn) {
+            bank_db_end(s->db, 0);
+        }
+        return rv;
+    }
     if ((rc = bank_db_end(s->db, 1)) != BANK_DB_OK) {
         return bank_error_db(s->r, s->db, rc, "sign-in commit");
     }
@@ -236,13 +223,11 @@ static int issue(sign_in_t *s, const char *customer_id, const char **plain, cons
     return OK;
 }
 
-/* Best effort, after the answer's work is done: drops throttle rows long expired, so
- * e-mail addresses that never sign in do not pile up. */
+/* Best effort, after each success and each failure: drops throttle rows long expired, so
+ * e-mail addresses that never sign in (a flood of random ones) do not pile up. */
 static void prune(sign_in_t *s)
 {
-    apr_time_t keep =
-        apr_time_from_sec(s->window) > THROTTLE_KEEP ? apr_time_from_sec(s->window) : THROTTLE_KEEP;
-    const char *args[] = {bank_time_iso(s->r->pool, s->now - keep)};
+    const char *args[] = {bank_throttle_prune_cutoff(s->r->pool, s->now, s->window)};
 
     if (bank_db_exec(s->db, "bank_signin_prune", NULL, 1, args) != BANK_DB_OK) {
         ap_log_rerror(APLOG_MARK, APLOG_WARNING, 0, s->r,
@@ -274,6 +259,8 @@ int bank_sign_in_handler(request_rec *r)
     s.lifetime = bank_conf_token_lifetime(conf);
     s.now = apr_time_now();
     s.cutoff = bank_time_iso(r->pool, s.now - apr_time_from_sec(s.window));
+    bank_throttle_init(&s.addr, r, s.db, "address", s.ip, "sign-in", bank_conf_addr_attempts(conf),
+                       bank_conf_addr_window(conf));
     if ((rc = throttle_check(&s)) != OK) {
         return rc;
     }

@@ -92,6 +92,26 @@ const bank_stmt_t bank_statements[] = {
      " RETURNING CASE WHEN window_start > %pDz THEN failures ELSE 0 END, window_start", NULL},
     {"bank_signin_prune",
      "DELETE FROM sign_in_attempts WHERE window_start < %pDz", NULL},
+    /* throttle.c: failure counters per (scope, subject), the same shapes as the sign-in
+     * statements above: the count of the unexpired window (args: scope, subject, cutoff). */
+    {"bank_throttle_get",
+     "SELECT failures, window_start FROM throttle_counts"
+     " WHERE scope = %s AND subject = %s AND window_start > %pDz", NULL},
+    /* args: scope, subject, now, cutoff, cutoff */
+    {"bank_throttle_fail",
+     "INSERT INTO throttle_counts (scope, subject, failures, window_start)"
+     " VALUES (%s, %s, 1, %pDz) ON CONFLICT (scope, subject) DO UPDATE SET"
+     " failures = CASE WHEN throttle_counts.window_start > %pDz"
+     " THEN throttle_counts.failures + 1 ELSE 1 END,"
+     " window_start = CASE WHEN throttle_counts.window_start > %pDz"
+     " THEN throttle_counts.window_start ELSE excluded.window_start END"
+     " RETURNING failures, window_start", NULL},
+    /* args: scope, subject, cutoff */
+    {"bank_throttle_clear",
+     "DELETE FROM throttle_counts WHERE scope = %s AND subject = %s"
+     " RETURNING CASE WHEN window_start > %pDz THEN failures ELSE 0 END, window_start", NULL},
+    {"bank_throttle_prune",
+     "DELETE FROM throttle_counts WHERE scope = %s AND window_start < %pDz", NULL},
     {"bank_device_upsert",
      "INSERT INTO devices (customer_id, device_token, created_at, last_seen_at)"
      " VALUES (%s, %s, %pDz, %pDz) ON CONFLICT (customer_id, device_token)"

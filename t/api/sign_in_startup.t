@@ -41,6 +41,8 @@ LoadModule bank_module $ENV{BANK_MODULE}
 DBDriver $ENV{BANK_DBDRIVER}
 DBDParams "$ENV{BANK_DBPARAMS}"
 DBDInitSQL "$ENV{BANK_DBINIT}"
+# the suite's other failed sign-ins from 127.0.0.1 share the per-address count
+BankSignInAddressThrottle 1000000 300
 <Location /auth/sign_in>
     SetHandler bank-sign-in
 </Location>

@@ -33,6 +33,8 @@ my ($rc, $out) = check_config(<<'OK');
 BankClientKey key-one-123 key-two-456
 BankTokenLifetime 60
 BankSignInThrottle 5 60
+BankSignInAddressThrottle 1000000 2592000
+BankBvnThrottle 1 1
 BankMaxBody 65536
 BankBanksMaxAge 0
 BankAccountBank "Example Bank Plc"
@@ -44,6 +46,11 @@ BankWebhookPartner paystack
     SetHandler bank-sign-in
     BankMaxBody 1024
     BankTokenLifetime 120
+    BankSignInAddressThrottle 50 300
+</Location>
+<Location /api/onboarding/bvn>
+    SetHandler bank-bvn
+    BankBvnThrottle 5 86400
 </Location>
 OK
 is($rc, 0, 'a valid configuration passes apache2 -t') or diag($out);
@@ -58,6 +65,19 @@ my @bad = (
     ['BankSignInThrottle 0 60',            'BankSignInThrottle', 'zero attempts'],
     ['BankSignInThrottle 5 0',             'BankSignInThrottle', 'zero window'],
     ['BankSignInThrottle 5',               'BankSignInThrottle', 'one argument'],
+    ['BankSignInAddressThrottle 0 300',    'BankSignInAddressThrottle', 'zero attempts'],
+    ['BankSignInAddressThrottle 50 0',     'BankSignInAddressThrottle', 'zero window'],
+    ['BankSignInAddressThrottle 1000001 300', 'BankSignInAddressThrottle', 'over 1000000 attempts'],
+    ['BankSignInAddressThrottle 50 2592001', 'BankSignInAddressThrottle', 'window over 30 days'],
+    ['BankSignInAddressThrottle 50',       'BankSignInAddressThrottle', 'one argument'],
+    ['BankSignInAddressThrottle x 300',    'BankSignInAddressThrottle', 'not a number'],
+    ['BankBvnThrottle 0 86400',            'BankBvnThrottle',   'zero attempts'],
+    ['BankBvnThrottle 5 0',                'BankBvnThrottle',   'zero window'],
+    ['BankBvnThrottle 5 -1',               'BankBvnThrottle',   'negative window'],
+    ['BankBvnThrottle 1000001 86400',      'BankBvnThrottle',   'over 1000000 attempts'],
+    ['BankBvnThrottle 5 2592001',          'BankBvnThrottle',   'window over 30 days'],
+    ['BankBvnThrottle 5',                  'BankBvnThrottle',   'one argument'],
+    ['BankBvnThrottle 5 1d',               'BankBvnThrottle',   'unit suffix'],
     ['BankAccountBankCode 12',             'BankAccountBankCode', 'two digits'],
     ['BankAccountBankCode 0A1',            'BankAccountBankCode', 'letters'],
     ['BankAccountBank ""',                 'BankAccountBank',   'empty name'],
