@@ -127,6 +127,14 @@ select undef, undef, undef, 2.2;
 my $again = bvn_post($w, path => '/short/onboarding/bvn');
 is($again->code, 200, 'short window: after 2 s the right BVN verifies') or diag($again->content);
 
+# --- a mismatch prunes counts whose window started over a day ago ------------------------------
+my $ghost = uuid4();
+db_exec("INSERT INTO throttle_counts (scope, subject, failures, window_start)"
+      . " VALUES ('bvn', '$ghost', 3, '${\ iso_ago(2 * 86400)}')");
+is_mismatch(bvn_post(verifiable(), dob => '1970-01-01'), 'a mismatch', 4);
+is(db_value("SELECT count(*) FROM throttle_counts WHERE subject = '$ghost'"), 0,
+    'a mismatch prunes BVN counts expired for a day');
+
 # --- concurrent wrong attempts: exactly five 422s ---------------------------------------------
 my $server = main_server();
 my $x = verifiable();
