@@ -11,10 +11,15 @@ static apr_status_t put_json(void *o)
     return APR_SUCCESS;
 }
 
+#define NOT_UTF8_JSON "The request body is not valid UTF-8 JSON text."
+
 /* RFC 3629 UTF-8 (no overlong forms, no surrogates, nothing above U+10FFFF), no control
  * bytes inside strings, only JSON's white space between tokens, and no single-quoted
- * strings: json-c's strict mode lets each of these through. */
-static int text_ok(const unsigned char *s, apr_size_t len)
+ * strings: json-c's strict mode lets each of these through. Nor an escaped NUL (\u0000),
+ * which would cut a key or a value short in C; found by the escape state, so an escaped
+ * backslash followed by the text u0000 ("\\u0000") is the legal string it is.
+ * NULL if the text passes, else why not. */
+static const char *text_problem(const unsigned char *s, apr_size_t len)
 {
     apr_size_t i = 0;
     int in_string = 0, escaped = 0;
@@ -27,17 +32,20 @@ static int text_ok(const unsigned char *s, apr_size_t len)
         if (c < 0x80) {
             if (in_string) {
                 if (c < 0x20) {
-                    return 0;
+                    return NOT_UTF8_JSON;
                 }
                 if (escaped) {
                     escaped = 0;
+                    if (c == 'u' && len - i > 4 && !memcmp(s + i + 1, "0000", 4)) {
+                        return "The request body must not contain NUL characters.";
+                    }
                 } else if (c == '\\') {
                     escaped = 1;
                 } else if (c == '"') {
                     in_string = 0;
                 }
             } else if ((c < 0x20 && c != '\t' && c != '\n' && c != '\r') || c == '\'') {
-                return 0;
+                return NOT_UTF8_JSON;
             } else if (c == '"') {
                 in_string = 1;
             }
@@ -45,7 +53,7 @@ static int text_ok(const unsigned char *s, apr_size_t len)
             continue;
         }
         if (!in_string) {
-            return 0; /* non-ASCII bytes only inside strings */
+            return NOT_UTF8_JSON; /* non-ASCII bytes only inside strings */
         }
         if (c >= 0xC2 && c <= 0xDF) {
             n = 1, cp = c & 0x1F, min = 0x80;
@@ -54,23 +62,23 @@ static int text_ok(const unsigned char *s, apr_size_t len)
         } else if (c >= 0xF0 && c <= 0xF4) {
             n = 3, cp = c & 0x07, min = 0x10000;
         } else {
-            return 0;
+            return NOT_UTF8_JSON;
         }
         if (len - i <= n) {
-            return 0;
+            return NOT_UTF8_JSON;
         }
         for (k = 1; k <= n; k++) {
             if ((s[i + k] & 0xC0) != 0x80) {
-                return 0;
+                return NOT_UTF8_JSON;
             }
             cp = (cp << 6) | (s[i + k] & 0x3F);
         }
         if (cp < min || cp > 0x10FFFF || (cp >= 0xD800 && cp <= 0xDFFF)) {
-            return 0;
+            return NOT_UTF8_JSON;
         }
         i += n + 1;
     }
-    return 1;
+    return NULL;
 }
 
 /* NaN, Infinity and numbers beyond a double's range parse in json-c, but are not JSON. */
@@ -122,13 +130,7 @@ static json_object *parse(apr_pool_t *p, const char *buf, apr_size_t len, int wa
     apr_size_t off;
 
     *why = NULL;
-    if (!text_ok((const unsigned char *)buf, len)) {
-        *why = "The request body is not valid UTF-8 JSON text.";
-        return NULL;
-    }
-    /* An escaped NUL would cut a key or a value short in C: refuse it outright. */
-    if (len >= 6 && memmem(buf, len, "\\u0000", 6)) {
-        *why = "The request body must not contain NUL characters.";
+    if ((*why = text_problem((const unsigned char *)buf, len)) != NULL) {
         return NULL;
     }
 
