@@ -1,5 +1,6 @@
 /* JSON parsing and ownership over json-c, for request bodies and answers. */
 #include <math.h>
+#include <stdint.h>
 #include <string.h>
 #include <apr_strings.h>
 #include "bank_json.h"
@@ -81,34 +82,56 @@ static const char *text_problem(const unsigned char *s, apr_size_t len)
     return NULL;
 }
 
-/* NaN, Infinity and numbers beyond a double's range parse in json-c, but are not JSON. */
-static int numbers_finite(json_object *o)
+/* 1 if pred holds for o or for any value inside it. */
+static int any_value(json_object *o, int (*pred)(json_object *))
 {
+    if (pred(o)) {
+        return 1;
+    }
     switch (json_object_get_type(o)) {
-    case json_type_double:
-        return isfinite(json_object_get_double(o));
     case json_type_object: {
         json_object_object_foreach(o, key, val)
         {
             (void)key;
-            if (!numbers_finite(val)) {
-                return 0;
+            if (val && any_value(val, pred)) {
+                return 1;
             }
         }
-        return 1;
+        return 0;
     }
     case json_type_array: {
         size_t i, n = json_object_array_length(o);
         for (i = 0; i < n; i++) {
-            if (!numbers_finite(json_object_array_get_idx(o, i))) {
-                return 0;
+            json_object *v = json_object_array_get_idx(o, i);
+            if (v && any_value(v, pred)) {
+                return 1;
             }
         }
-        return 1;
+        return 0;
     }
     default:
-        return 1;
+        return 0;
     }
+}
+
+/* NaN, Infinity and numbers beyond a double's range parse in json-c, but are not JSON. */
+static int not_finite(json_object *o)
+{
+    return json_object_is_type(o, json_type_double) && !isfinite(json_object_get_double(o));
+}
+
+/* json-c stores an integer literal beyond 64 bits as the nearest end of its range, so
+ * 1e30 written out in digits reads back as 18446744073709551615: a value at either end
+ * cannot be told from one beyond it. */
+static int int_saturated(json_object *o)
+{
+    return json_object_is_type(o, json_type_int) &&
+           (json_object_get_uint64(o) == UINT64_MAX || json_object_get_int64(o) == INT64_MIN);
+}
+
+int bank_json_int_saturated(json_object *o)
+{
+    return o && any_value(o, int_saturated);
 }
 
 json_object *bank_json_own(apr_pool_t *p, json_object *o)
@@ -173,7 +196,7 @@ static json_object *parse(apr_pool_t *p, const char *buf, apr_size_t len, int wa
         *why = "The request body must be a JSON object.";
         return NULL;
     }
-    if (!numbers_finite(o)) {
+    if (o && any_value(o, not_finite)) {
         *why = "The request body holds a number JSON cannot represent.";
         return NULL;
     }
