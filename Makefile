@@ -8,16 +8,16 @@ WARN      := -Wall -Wextra -Werror -Wno-missing-field-initializers
 # Evaluated by the shell when a recipe runs, not when make reads this file: on a new machine
 # `make deps` installs apr-1-config and apxs only after make has read the Makefile.
 APR_INC    = $$(apr-1-config --includes) $$(apr-1-config --cppflags)
-LIBS      := -ljson-c -lcrypto -lcrypt
+LIBS      := -ljson-c -lcrypto -lcrypt -lcurl
 
 # Pure code: no httpd dependency; linked by the module, bankctl and the C unit tests.
 CORE_SRC  := mod_bank/util.c mod_bank/token.c mod_bank/password.c mod_bank/nuban.c \
              mod_bank/validate.c mod_bank/json.c mod_bank/sql.c mod_bank/notice.c \
-             mod_bank/account.c mod_bank/customer.c
+             mod_bank/account.c mod_bank/customer.c mod_bank/bank_idp.c
 # httpd glue.
 MOD_SRC   := mod_bank/mod_bank.c mod_bank/config.c mod_bank/http.c mod_bank/db.c \
              mod_bank/auth.c mod_bank/banks.c mod_bank/sign_in.c mod_bank/bvn.c \
-             mod_bank/webhook.c mod_bank/throttle.c
+             mod_bank/webhook.c mod_bank/throttle.c mod_bank/mod_bank_idp.c
 HEADERS   := $(wildcard include/*.h)
 UNIT_SRC  := $(wildcard t/unit/test_*.c)
 UNIT_BIN  := $(patsubst t/unit/%.c,$(BUILD)/unit/%,$(UNIT_SRC))
@@ -37,9 +37,10 @@ $(BUILD)/mod_bank.so: $(MOD_SRC) $(CORE_SRC) $(HEADERS)
 	    $(BUILD)/apxs.log; exit 1; }
 	@cp $(BUILD)/.libs/mod_bank.so $@.tmp && mv -f $@.tmp $@ && echo "built $@"
 
-$(BUILD)/bankctl: mod_bank/bankctl.c $(CORE_SRC) $(HEADERS)
+CTL_SRC   := mod_bank/bankctl.c mod_bank/bankctl_bvn_check.c
+$(BUILD)/bankctl: $(CTL_SRC) $(CORE_SRC) $(HEADERS)
 	@mkdir -p $(BUILD)
-	@echo "CC bankctl"; $(CC) -O2 -g $(WARN) -Iinclude $(APR_INC) -o $@ mod_bank/bankctl.c $(CORE_SRC) \
+	@echo "CC bankctl"; $(CC) -O2 -g $(WARN) -Iinclude $(APR_INC) -o $@ $(CTL_SRC) $(CORE_SRC) \
 	    -lapr-1 -laprutil-1 $(LIBS)
 
 $(BUILD)/unit/%: t/unit/%.c t/unit/unit.h $(CORE_SRC) $(HEADERS)

@@ -40,8 +40,13 @@ typedef struct {
     const char *sig_header;              /* BankWebhookSignature */
     bank_hmac_alg sig_alg;
     const char *sig_key;
-    const char *partner; /* BankWebhookPartner */
-    int sig_set;         /* BankWebhookSignature given here */
+    const char *partner;    /* BankWebhookPartner */
+    int sig_set;            /* BankWebhookSignature given here */
+    int idp_kind;           /* BankBvnProvider: a bank_idp_kind, or BANK_UNSET */
+    const char *idp_url;    /* its BASE-URL (NULL: the provider's own) */
+    const char *idp_app_id; /* BankBvnProviderCredentials */
+    const char *idp_secret;
+    int idp_timeout; /* BankBvnProviderTimeout, seconds */
 } bank_dir_conf;
 
 extern module AP_MODULE_DECLARE_DATA bank_module;

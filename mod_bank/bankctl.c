@@ -23,6 +23,7 @@
 #include "bank_util.h"
 #include "bank_validate.h"
 #include "bank_json.h"
+#include "bankctl_bvn_check.h"
 
 #define EXIT_USAGE 2
 #define TTL_DEFAULT 86400
@@ -42,7 +43,7 @@ static const char usage_text[] =
     "               --first F --last L --phone PH [--verified]\n"
     "      add a customer and print its customerId (--password -: read it from stdin)\n"
     "  bvn add --bvn B --dob YYYY-MM-DD --first F --last L [--phone PH]\n"
-    "      add or replace an identity-provider BVN record\n"
+    "      add or replace an identity-provider BVN record\n" BANKCTL_BVN_CHECK_USAGE
     "  token issue --email E [--ttl SECONDS] [--abilities a,b]\n"
     "      print a new access token (default ttl 86400, min 60; abilities default *)\n"
     "  token revoke --email E\n"
@@ -55,7 +56,7 @@ static const char usage_text[] =
     "with BANK_DB=sqlite3, sqlite:$BANK_RUN_DIR/bank.db; with BANK_DB unset, pg.conninfo if\n"
     "the dev server last started on PostgreSQL, else bank.db (BANK_RUN_DIR defaults to\n"
     "$BANK_CHECKOUT/run). SQL files come from $BANK_CHECKOUT/sql unless --sql-dir is given.\n"
-    "Exit status: 0 done, 1 failed, 2 bad arguments.\n";
+    "Exit status: 0 done, 1 failed, 2 bad arguments (bvn check: 3 mismatch).\n";
 
 typedef struct {
     const char *name; /* without the leading -- */
@@ -995,6 +996,9 @@ int main(int argc, const char *const *argv)
     if (strcmp(argv[i], "help") == 0) {
         fputs(usage_text, stdout);
         return 0;
+    }
+    if (i + 1 < argc && !strcmp(argv[i], "bvn") && !strcmp(argv[i + 1], "check")) {
+        return bankctl_bvn_check(pool, argc - i - 2, argv + i + 2); /* needs no database */
     }
     for (k = 0; commands[k].word; k++) {
         if (strcmp(argv[i], commands[k].word) == 0 &&

@@ -12,6 +12,7 @@
 #include "bank_json.h"
 #include "bank_nuban.h"
 #include "bank_util.h"
+#include "mod_bank_idp.h"
 
 APLOG_USE_MODULE(bank);
 
@@ -62,6 +63,8 @@ typedef struct {
     const char *const *account;  /* row of bank_account_by_customer, or NULL */
     bvn_verdict verdict;
     const char *owner; /* BVN_TAKEN: the customer who holds the BVN */
+    /* An identity provider's match, kept in bvn_records with the account (NULL: table) */
+    const char *keep_source, *keep_first, *keep_last, *keep_dob;
 } bvn_state_t;
 
 /* ---- the answer ---- */
@@ -244,7 +247,18 @@ static bank_db_rc write_account(request_rec *r, bank_db_t *db, const bvn_state_t
         const char *args[] = {
             id, st->customer_id, bank_conf_account_bank(conf), bank_id, account_name, number, now,
             now};
-        return bank_db_exec(db, "bank_account_insert", NULL, BANK_NARGS(args), args);
+        if ((rc = bank_db_exec(db, "bank_account_insert", NULL, BANK_NARGS(args), args)) !=
+                BANK_DB_OK ||
+            !st->keep_source) {
+            return rc;
+        }
+    }
+    /* What the provider confirmed, so a repeat is answered without another paid call. */
+    *step = "record";
+    {
+        const char *args[] = {
+            st->bvn, st->keep_first, st->keep_last, st->keep_dob, now, st->keep_source, now};
+        return bank_db_exec(db, "bank_bvn_record_keep", NULL, BANK_NARGS(args), args);
     }
 }
 
@@ -364,11 +378,12 @@ static int validate(request_rec *r, json_object *body, const char **bvn, const c
  * OK, or the answer written: a mismatch counts one failure of the customer (BankBvnThrottle)
  * and is the one 422 of BVN_MISMATCH, or the 429 past the limit. *account_name is the
  * record's names for the account. */
-static int check_record(request_rec *r, bank_db_t *db, const bvn_state_t *st, const char *dob,
+static int check_record(request_rec *r, bank_db_t *db, bvn_state_t *st, const char *dob,
                         bank_throttle_t *throttle, const char **account_name)
 {
     apr_array_header_t *errs;
     const char *args[] = {st->bvn}, *why = NULL;
+    bank_idp_kind provider = bank_idp_kind_of(r);
     bank_rows_t rows;
     bank_db_rc rc;
     int left = 0;
@@ -376,7 +391,25 @@ static int check_record(request_rec *r, bank_db_t *db, const bvn_state_t *st, co
     if ((rc = bank_db_select(db, "bank_bvn_record_find", &rows, 1, args)) != BANK_DB_OK) {
         return bank_error_db(r, db, rc, "BVN record lookup");
     }
-    if (rows.nrows != 1) {
+    /* A provider is asked for a new verification; a repeat, or a BVN another customer was
+     * verified with, is checked against what was kept then (docs/identity.md). */
+    if (provider != BANK_IDP_TABLE && (st->verdict == BVN_OPEN || rows.nrows != 1)) {
+        bank_idp_query_t q = {st->bvn, dob, st->customer[BANK_CUST_FIRST],
+                              st->customer[BANK_CUST_LAST]};
+        bank_idp_result_t res;
+        if ((left = bank_idp_ask(r, &q, &res)) != OK) {
+            return left;
+        }
+        if (res.verdict == BANK_IDP_MATCH) {
+            st->keep_source = bank_idp_kind_name(provider);
+            st->keep_first = res.first;
+            st->keep_last = res.last;
+            st->keep_dob = dob;
+            *account_name = bank_account_name(r->pool, res.first, res.last);
+            return OK;
+        }
+        why = res.why;
+    } else if (rows.nrows != 1) {
         why = "no record of this BVN";
     } else if (!rows.rows[0][2] || strcmp(rows.rows[0][2], dob) != 0) {
         why = "the date of birth differs from the record";

@@ -8,6 +8,8 @@
 #include <http_request.h>
 #include "mod_bank.h"
 #include "bank_nuban.h"
+#include "bank_idp.h"
+#include "mod_bank_idp.h"
 
 APLOG_USE_MODULE(bank);
 
@@ -39,6 +41,8 @@ void *bank_create_dir_conf(apr_pool_t *p, char *dir)
     c->bvn_window = BANK_UNSET;
     c->max_body = BANK_UNSET;
     c->banks_max_age = BANK_UNSET;
+    c->idp_kind = BANK_UNSET;
+    c->idp_timeout = BANK_UNSET;
     (void)dir;
     return c;
 }
@@ -63,6 +67,17 @@ void *bank_merge_dir_conf(apr_pool_t *p, void *basev, void *addv)
     MERGE_PTR(account_bank_code);
     MERGE_PTR(webhook_secrets);
     MERGE_PTR(partner);
+    MERGE_NUM(idp_timeout);
+    /* A provider and its URL are one setting, and so are the two credentials. */
+    if (add->idp_kind != BANK_UNSET) {
+        m->idp_kind = add->idp_kind;
+        m->idp_url = add->idp_url;
+    } else {
+        m->idp_kind = base->idp_kind;
+        m->idp_url = base->idp_url;
+    }
+    m->idp_app_id = add->idp_app_id ? add->idp_app_id : base->idp_app_id;
+    m->idp_secret = add->idp_app_id ? add->idp_secret : base->idp_secret;
     /* The signature triple is one setting: take it whole from where it was given. */
     if (add->sig_set) {
         m->sig_set = 1;
@@ -108,6 +123,15 @@ const char *bank_conf_account_bank(const bank_dir_conf *c)
 const char *bank_conf_account_bank_code(const bank_dir_conf *c)
 {
     return c->account_bank_code ? c->account_bank_code : defaults.account_bank_code;
+}
+
+void bank_conf_idp(const bank_dir_conf *c, bank_idp_conf_t *out)
+{
+    out->kind = c->idp_kind != BANK_UNSET ? (bank_idp_kind)c->idp_kind : BANK_IDP_TABLE;
+    out->base_url = c->idp_url ? c->idp_url : bank_idp_default_url(out->kind);
+    out->app_id = c->idp_app_id;
+    out->secret = c->idp_secret;
+    out->timeout = c->idp_timeout != BANK_UNSET ? c->idp_timeout : BANK_IDP_TIMEOUT_DEFAULT;
 }
 
 const char *bank_location(request_rec *r)
@@ -326,6 +350,64 @@ static const char *set_signature(cmd_parms *cmd, void *cfg, const char *header, 
     return NULL;
 }
 
+/* table|dojah|prembly [BASE-URL] */
+static const char *set_idp(cmd_parms *cmd, void *cfg, const char *kind, const char *url)
+{
+    bank_dir_conf *c = cfg;
+    bank_idp_kind k;
+    const char *why;
+
+    if (bank_idp_kind_parse(kind, &k) != 0) {
+        return apr_psprintf(cmd->pool, "%s: expected table, dojah or prembly, got '%s'",
+                            cmd->cmd->name, kind);
+    }
+    if (url && k == BANK_IDP_TABLE) {
+        return apr_psprintf(cmd->pool, "%s: table takes no URL", cmd->cmd->name);
+    }
+    if (url && (why = bank_idp_url_check(cmd->pool, url, &c->idp_url)) != NULL) {
+        return apr_psprintf(cmd->pool, "%s: %s, got '%s'", cmd->cmd->name, why, url);
+    }
+    c->idp_kind = (int)k;
+    if (!url) {
+        c->idp_url = NULL;
+    }
+    return NULL;
+}
+
+/* APP-ID SECRET, or the path of a file holding them (read now, as root). The values are
+ * never repeated in a message. */
+static const char *set_idp_credentials(cmd_parms *cmd, void *cfg, const char *a, const char *b)
+{
+    bank_dir_conf *c = cfg;
+    const char *why;
+
+    if (!b) {
+        const char *path = ap_server_root_relative(cmd->pool, a);
+        if (!path || (why = bank_idp_credentials_file(cmd->pool, path, &c->idp_app_id,
+                                                      &c->idp_secret)) != NULL) {
+            return apr_psprintf(cmd->pool, "%s: the file %s: %s", cmd->cmd->name, a,
+                                path ? why : "bad path");
+        }
+        return NULL;
+    }
+    if ((why = bank_idp_credential_check(a)) != NULL || (why = bank_idp_credential_check(b))) {
+        return apr_psprintf(cmd->pool, "%s: %s", cmd->cmd->name, why);
+    }
+    c->idp_app_id = apr_pstrdup(cmd->pool, a);
+    c->idp_secret = apr_pstrdup(cmd->pool, b);
+    return NULL;
+}
+
+static const char *set_idp_timeout(cmd_parms *cmd, void *cfg, const char *arg)
+{
+    apr_int64_t v;
+    const char *err = parse_int(cmd, arg, 1, BANK_IDP_TIMEOUT_MAX, &v);
+    if (!err) {
+        ((bank_dir_conf *)cfg)->idp_timeout = (int)v;
+    }
+    return err;
+}
+
 #define BANK_CTX (RSRC_CONF | ACCESS_CONF)
 const command_rec bank_cmds[] = {
     AP_INIT_ITERATE("BankClientKey", set_client_key, NULL, BANK_CTX,
@@ -355,4 +437,10 @@ const command_rec bank_cmds[] = {
                   "HEADER sha256|sha512 KEY: also require an HMAC of the raw body"),
     AP_INIT_TAKE1("BankWebhookPartner", set_partner, NULL, BANK_CTX,
                   "Partner name recorded on each notice (default: last Location segment)"),
+    AP_INIT_TAKE12("BankBvnProvider", set_idp, NULL, BANK_CTX,
+                   "table|dojah|prembly [BASE-URL]: who verifies a BVN (default table)"),
+    AP_INIT_TAKE12("BankBvnProviderCredentials", set_idp_credentials, NULL, BANK_CTX,
+                   "APP-ID SECRET, or a file holding them readable by its owner only"),
+    AP_INIT_TAKE1("BankBvnProviderTimeout", set_idp_timeout, NULL, BANK_CTX,
+                  "Seconds an identity provider call may take (default 10)"),
     {NULL}};

@@ -10,6 +10,7 @@
 #include <http_core.h>
 #include <openssl/crypto.h>
 #include "mod_bank.h"
+#include "mod_bank_idp.h"
 
 static const struct {
     const char *name;
@@ -123,6 +124,7 @@ static int bank_post_config(apr_pool_t *pconf, apr_pool_t *plog, apr_pool_t *pte
         return OK;
     }
     warn_unkeyed_servers(s);
+    bank_idp_post_config(pconf, s);
     return bank_db_post_config(pconf, plog, ptemp, s);
 }
 

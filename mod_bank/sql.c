@@ -56,7 +56,8 @@ const bank_stmt_t bank_statements[] = {
      "INSERT INTO bvn_records (bvn, first_name, last_name, date_of_birth, phone, created_at)"
      " VALUES (%s, %s, %s, %pDd, %s, %pDz) ON CONFLICT (bvn) DO UPDATE SET"
      " first_name = excluded.first_name, last_name = excluded.last_name,"
-     " date_of_birth = excluded.date_of_birth, phone = excluded.phone", NULL},
+     " date_of_birth = excluded.date_of_birth, phone = excluded.phone, source = 'table',"
+     " checked_at = NULL", NULL},
 
     /* bankctl notices: newest first. */
     {"bank_notices_list",
@@ -126,6 +127,13 @@ const bank_stmt_t bank_statements[] = {
      "SELECT first_name, last_name, date_of_birth FROM bvn_records WHERE bvn = %s",
      "SELECT first_name, last_name, to_char(date_of_birth, 'YYYY-MM-DD') FROM bvn_records"
      " WHERE bvn = %s"},
+    /* An identity provider's match, with the account: only what the account needs. */
+    {"bank_bvn_record_keep",
+     "INSERT INTO bvn_records (bvn, first_name, last_name, date_of_birth, phone, created_at,"
+     " source, checked_at) VALUES (%s, %s, %s, %pDd, NULL, %pDz, %s, %pDz) ON CONFLICT (bvn)"
+     " DO UPDATE SET first_name = excluded.first_name, last_name = excluded.last_name,"
+     " date_of_birth = excluded.date_of_birth, phone = NULL, source = excluded.source,"
+     " checked_at = excluded.checked_at", NULL},
     {"bank_customer_by_bvn",
      "SELECT id FROM customers WHERE bvn = %s", NULL},
     {"bank_account_by_customer",

@@ -29,7 +29,20 @@ CONF
     return ($? >> 8, $out);
 }
 
-my ($rc, $out) = check_config(<<'OK');
+# BankBvnProviderCredentials FILE: owner only.
+sub creds_file {
+    my ($name, $mode, $text) = @_;
+    open my $fh, '>', "$dir/$name" or die $!;
+    print $fh $text;
+    close $fh;
+    chmod $mode, "$dir/$name";
+    return "$dir/$name";
+}
+creds_file('creds-ok', 0600, "app-id-123 prod_sk_secret\n");
+my $open_creds = creds_file('creds-open', 0644, "app-id-123 prod_sk_secret\n");
+my $one_word   = creds_file('creds-one', 0600, "prod_sk_secret\n");
+
+my ($rc, $out) = check_config(<<"OK");
 BankClientKey key-one-123 key-two-456
 BankTokenLifetime 60
 BankSignInThrottle 5 60
@@ -51,6 +64,23 @@ BankWebhookPartner paystack
 <Location /api/onboarding/bvn>
     SetHandler bank-bvn
     BankBvnThrottle 5 86400
+    BankBvnProvider dojah
+    BankBvnProviderCredentials app-id-123 prod_sk_secret
+    BankBvnProviderTimeout 300
+</Location>
+<Location /v2/onboarding/bvn>
+    SetHandler bank-bvn
+    BankBvnProvider Prembly https://api.prembly.com/identitypass/
+    BankBvnProviderCredentials $dir/creds-ok
+</Location>
+<Location /test/onboarding/bvn>
+    SetHandler bank-bvn
+    BankBvnProvider dojah http://127.0.0.1:8080/fake
+    BankBvnProviderTimeout 1
+</Location>
+<Location /t/onboarding/bvn>
+    SetHandler bank-bvn
+    BankBvnProvider table
 </Location>
 OK
 is($rc, 0, 'a valid configuration passes apache2 -t') or diag($out);
@@ -88,12 +118,26 @@ my @bad = (
     ['BankWebhookSignature "X Sig" sha256 key-12345678', 'BankWebhookSignature', 'bad header'],
     ['BankWebhookSignature X-Sig sha256',  'BankWebhookSignature', 'missing key'],
     ['BankWebhookPartner "pay stack"',     'BankWebhookPartner', 'space in partner'],
+    ['BankBvnProvider nibss',              'BankBvnProvider',   'unknown provider'],
+    ['BankBvnProvider dojah http://api.dojah.io', 'BankBvnProvider', 'plain http off loopback'],
+    ['BankBvnProvider dojah api.dojah.io', 'BankBvnProvider',   'not an absolute URL'],
+    ['BankBvnProvider dojah https://u:p@api.dojah.io', 'BankBvnProvider', 'user info in the URL'],
+    ['BankBvnProvider table https://api.dojah.io', 'BankBvnProvider', 'a URL for the table'],
+    ['BankBvnProvider',                    'BankBvnProvider',   'no argument'],
+    ['BankBvnProviderCredentials "app id" secret-1', 'BankBvnProviderCredentials', 'space in app id'],
+    ["BankBvnProviderCredentials $open_creds", 'BankBvnProviderCredentials', 'file others may read'],
+    ["BankBvnProviderCredentials $one_word", 'BankBvnProviderCredentials', 'file with one word'],
+    ["BankBvnProviderCredentials $dir/missing", 'BankBvnProviderCredentials', 'no such file'],
+    ['BankBvnProviderTimeout 0',           'BankBvnProviderTimeout', 'zero'],
+    ['BankBvnProviderTimeout 301',         'BankBvnProviderTimeout', 'over 300'],
+    ['BankBvnProviderTimeout 5s',          'BankBvnProviderTimeout', 'unit suffix'],
 );
 for my $b (@bad) {
     my ($line, $name, $why) = @$b;
     my ($rc2, $out2) = check_config($line);
     isnt($rc2, 0, "$name rejected: $why");
     like($out2, qr/\Q$name\E/, "$name: the message names the directive ($why)");
+    unlike($out2, qr/prod_sk_secret/, "$name: the message never shows a secret ($why)");
 }
 
 done_testing();

@@ -1,0 +1,22 @@
+/* httpd glue of BVN verification by an identity provider (mod_bank_idp.c): the Location's
+ * provider settings, one libcurl handle per thread, the server's circuit breaker, the log
+ * lines and the 503 answers. The dialects and the client are core (bank_idp.h). */
+#ifndef MOD_BANK_IDP_H
+#define MOD_BANK_IDP_H
+
+#include "mod_bank.h"
+#include "bank_idp.h"
+
+/* The Location's BankBvnProvider* settings with their defaults (config.c). */
+void bank_conf_idp(const bank_dir_conf *c, bank_idp_conf_t *out);
+/* The provider of the request's Location; BANK_IDP_TABLE for the bvn_records table. */
+bank_idp_kind bank_idp_kind_of(request_rec *r);
+/* Asks the Location's provider about q. OK with out->verdict MATCH or MISMATCH; otherwise
+ * the 503 E_UNAVAILABLE with Retry-After is written (provider down, slow, refusing our
+ * credentials, answering nonsense, or the breaker open) and its status returned. */
+int bank_idp_ask(request_rec *r, const bank_idp_query_t *q, bank_idp_result_t *out);
+/* libcurl's global set-up and the circuit breaker's shared memory, in the parent before
+ * any child exists. */
+int bank_idp_post_config(apr_pool_t *pconf, server_rec *s);
+
+#endif

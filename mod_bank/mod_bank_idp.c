@@ -1,0 +1,109 @@
+/* BVN verification by an identity provider, httpd side (docs/identity.md): what the
+ * Location configures, the per-thread CURL handle, the circuit breaker shared by its processes, the
+ * operator's log lines (never a BVN, a date or a credential) and the 503 answers. */
+#include <apr_strings.h>
+#include <apr_thread_proc.h>
+#include <apr_shm.h>
+#include <http_protocol.h>
+#include "mod_bank_idp.h"
+
+APLOG_USE_MODULE(bank);
+
+static bank_idp_breaker_t *breaker = NULL;
+
+#define IDP_UNAVAILABLE "BVN verification is unavailable right now; try again later"
+
+int bank_idp_post_config(apr_pool_t *pconf, server_rec *s)
+{
+    apr_shm_t *shm = NULL;
+
+    if (bank_idp_global_init() != 0) {
+        ap_log_error(APLOG_MARK, APLOG_CRIT, 0, s,
+                     BANKLOGNO(1001) "libcurl failed to initialise: no identity provider calls");
+    }
+    /* Anonymous shared memory, inherited by the children: one breaker for all of them. It
+     * goes with pconf, and a restart makes a new one (all closed). */
+    if (apr_shm_create(&shm, bank_idp_breaker_size(), NULL, pconf) != APR_SUCCESS) {
+        breaker = NULL;
+        ap_log_error(APLOG_MARK, APLOG_WARNING, 0, s,
+                     BANKLOGNO(1002) "no shared memory for the identity provider's circuit "
+                                     "breaker: running without one");
+        return OK;
+    }
+    breaker = bank_idp_breaker_at(apr_shm_baseaddr_get(shm));
+    return OK;
+}
+
+bank_idp_kind bank_idp_kind_of(request_rec *r)
+{
+    bank_idp_conf_t c;
+    bank_conf_idp(bank_conf(r), &c);
+    return c.kind;
+}
+
+/* A pool that lives as long as this thread, for its CURL handle (the connection's when the
+ * MPM gives no thread of its own). */
+static apr_pool_t *thread_pool(request_rec *r)
+{
+#if APR_HAS_THREADS && AP_HAS_THREAD_LOCAL
+    apr_thread_t *t = ap_thread_current();
+    if (t) {
+        return apr_thread_pool_get(t);
+    }
+#endif
+    return r->connection->pool;
+}
+
+int bank_idp_ask(request_rec *r, const bank_idp_query_t *q, bank_idp_result_t *out)
+{
+    bank_idp_conf_t c;
+    const char *name;
+    apr_time_t start;
+    int wait;
+
+    bank_conf_idp(bank_conf(r), &c);
+    name = bank_idp_kind_name(c.kind);
+    if (!c.app_id || !c.secret) {
+        ap_log_rerror(APLOG_MARK, APLOG_ERR, 0, r,
+                      BANKLOGNO(1003) "BankBvnProvider %s is set here but "
+                                      "BankBvnProviderCredentials is not: answering 503",
+                      name);
+        return bank_error_unavailable(r, IDP_UNAVAILABLE, BANK_IDP_RETRY_AFTER);
+    }
+    start = apr_time_now();
+    if ((wait = bank_idp_breaker_allow(breaker, c.base_url, start)) > 0) {
+        ap_log_rerror(APLOG_MARK, APLOG_INFO, 0, r,
+                      BANKLOGNO(1004) "identity provider %s at %s: circuit breaker open, "
+                                      "not calling it for %d more seconds",
+                      name, c.base_url, wait);
+        return bank_error_unavailable(r, IDP_UNAVAILABLE, wait);
+    }
+    ap_log_rerror(APLOG_MARK, APLOG_TRACE1, 0, r,
+                  BANKLOGNO(1005) "asking identity provider %s at %s", name, c.base_url);
+    bank_idp_check(r->pool, thread_pool(r), &c, q, out);
+    ap_log_rerror(APLOG_MARK, APLOG_DEBUG, 0, r,
+                  BANKLOGNO(1006) "identity provider %s: %s (HTTP %ld) in %" APR_TIME_T_FMT " ms",
+                  name, out->why, out->http_status, apr_time_as_msec(apr_time_now() - start));
+    if (out->verdict == BANK_IDP_MATCH || out->verdict == BANK_IDP_MISMATCH) {
+        bank_idp_breaker_record(breaker, c.base_url, 1, apr_time_now());
+        return OK;
+    }
+    if (out->verdict == BANK_IDP_REFUSED) {
+        ap_log_rerror(APLOG_MARK, APLOG_ERR, 0, r,
+                      BANKLOGNO(1007) "identity provider %s at %s refused the request: %s "
+                                      "(HTTP %ld); check BankBvnProviderCredentials and the "
+                                      "provider account",
+                      name, c.base_url, out->why, out->http_status);
+    } else {
+        ap_log_rerror(APLOG_MARK, APLOG_WARNING, 0, r,
+                      BANKLOGNO(1008) "identity provider %s at %s unavailable: %s", name,
+                      c.base_url, out->why);
+    }
+    if (bank_idp_breaker_record(breaker, c.base_url, 0, apr_time_now())) {
+        ap_log_rerror(APLOG_MARK, APLOG_ERR, 0, r,
+                      BANKLOGNO(1009) "identity provider %s at %s failed %d times in a row: "
+                                      "circuit breaker open, no calls for %d seconds",
+                      name, c.base_url, BANK_IDP_BREAKER_FAILURES, BANK_IDP_BREAKER_OPEN);
+    }
+    return bank_error_unavailable(r, IDP_UNAVAILABLE, BANK_IDP_RETRY_AFTER);
+}

@@ -1,0 +1,226 @@
+/* Unit tests for BVN verification by an identity provider (bank_idp.c): base URLs and
+ * credentials as the directives check them, each dialect's request, the answers judged into
+ * verdicts, the providers' dates, and the circuit breaker's numbers. */
+#include "unit.h"
+
+#include <stdlib.h>
+#include <unistd.h>
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <apr_strings.h>
+
+#include "bank_idp.h"
+
+static const bank_idp_query_t ada = {"22212345678", "1990-08-02", "Ada", "Obi"};
+
+static bank_idp_verdict judge(apr_pool_t *p, bank_idp_kind kind, long status, const char *body,
+                              bank_idp_result_t *out)
+{
+    bank_idp_judge(p, kind, status, body, strlen(body), &ada, out);
+    return out->verdict;
+}
+
+static void test_urls(apr_pool_t *p)
+{
+    const char *n = NULL;
+    CHECK(!bank_idp_url_check(p, "https://api.dojah.io/", &n));
+    CHECK_STR(n, "https://api.dojah.io");
+    CHECK(!bank_idp_url_check(p, "https://api.prembly.com/identitypass", &n));
+    CHECK_STR(n, "https://api.prembly.com/identitypass");
+    CHECK(!bank_idp_url_check(p, "http://127.0.0.1:8529/fake/ok", &n));
+    CHECK(!bank_idp_url_check(p, "http://[::1]:80", &n));
+    CHECK(!bank_idp_url_check(p, "http://localhost", &n));
+    CHECK(bank_idp_url_check(p, "http://api.dojah.io", &n)); /* plain HTTP off loopback */
+    CHECK(bank_idp_url_check(p, "http://127.0.0.1.evil.example", &n));
+    CHECK(bank_idp_url_check(p, "ftp://api.dojah.io", &n));
+    CHECK(bank_idp_url_check(p, "api.dojah.io", &n));
+    CHECK(bank_idp_url_check(p, "https://user:pw@api.dojah.io", &n));
+    CHECK(bank_idp_url_check(p, "https://api.dojah.io/?x=1", &n));
+    CHECK_STR(bank_idp_default_url(BANK_IDP_DOJAH), "https://api.dojah.io");
+    CHECK(bank_idp_default_url(BANK_IDP_TABLE) == NULL);
+}
+
+static void test_credentials(apr_pool_t *p)
+{
+    char path[] = "/tmp/bank-idp-unit-XXXXXX";
+    const char *a = NULL, *s = NULL;
+    int fd = mkstemp(path);
+
+    CHECK(!bank_idp_credential_check("prod_sk_1T1eSavlZ"));
+    CHECK(bank_idp_credential_check(""));
+    CHECK(bank_idp_credential_check("two words"));
+    CHECK(bank_idp_credential_check("tab\there"));
+
+    CHECK(fd >= 0);
+    CHECK(write(fd, "app-1  secret-2\n", 16) == 16);
+    close(fd);
+    CHECK(!bank_idp_credentials_file(p, path, &a, &s)); /* mkstemp: 0600 */
+    CHECK_STR(a, "app-1");
+    CHECK_STR(s, "secret-2");
+    chmod(path, 0640);
+    CHECK(bank_idp_credentials_file(p, path, &a, &s) != NULL); /* the group may read it */
+    chmod(path, 0604);
+    CHECK(bank_idp_credentials_file(p, path, &a, &s) != NULL);
+    chmod(path, 0600);
+    fd = open(path, O_WRONLY | O_TRUNC);
+    CHECK(write(fd, "only-one\n", 9) == 9);
+    close(fd);
+    CHECK(bank_idp_credentials_file(p, path, &a, &s) != NULL);
+    unlink(path);
+    CHECK(bank_idp_credentials_file(p, path, &a, &s) != NULL); /* gone */
+}
+
+static void test_requests(apr_pool_t *p)
+{
+    bank_idp_conf_t c = {BANK_IDP_DOJAH, "https://api.dojah.io", "app", "key", 10};
+    bank_idp_query_t q = {"22212345678", "1990-08-02", "Mary Jane", "O'Neil&Co"};
+    CHECK_STR(bank_idp_dojah_url(p, &c, &q),
+              "https://api.dojah.io/api/v1/kyc/bvn/full?bvn=22212345678&first_name=Mary%20Jane"
+              "&last_name=O%27Neil%26Co&dob=1990-08-02");
+    CHECK_STR(bank_idp_prembly_body(p, &q), "{\"number\":\"22212345678\"}");
+}
+
+static void test_dates(apr_pool_t *p)
+{
+    CHECK_STR(bank_idp_date(p, "2-Aug-1990"), "1990-08-02");
+    CHECK_STR(bank_idp_date(p, "02-aug-1990"), "1990-08-02");
+    CHECK_STR(bank_idp_date(p, "01-January-1907"), "1907-01-01");
+    CHECK_STR(bank_idp_date(p, "1990-08-02"), "1990-08-02");
+    CHECK(bank_idp_date(p, "32-Aug-1990") == NULL);
+    CHECK(bank_idp_date(p, "2-Augu-1990") == NULL);
+    CHECK(bank_idp_date(p, "2-Aug-90") == NULL);
+    CHECK(bank_idp_date(p, "Aug 2, 1990") == NULL);
+    CHECK(bank_idp_date(p, "1990-13-02") == NULL);
+    CHECK(bank_idp_date(p, "") == NULL);
+}
+
+static void test_dojah(apr_pool_t *p)
+{
+    bank_idp_result_t r;
+    CHECK(judge(p, BANK_IDP_DOJAH, 200,
+                "{\"entity\":{\"bvn\":{\"value\":\"22212345678\",\"status\":true},"
+                "\"first_name\":{\"confidence_value\":100,\"status\":true},"
+                "\"last_name\":{\"confidence_value\":100,\"status\":true},"
+                "\"date_of_birth\":{\"status\":true}}}",
+                &r) == BANK_IDP_MATCH);
+    CHECK_STR(r.first, "Ada");
+    CHECK_STR(r.last, "Obi");
+    /* the documented answer has no last_name */
+    CHECK(judge(p, BANK_IDP_DOJAH, 200,
+                "{\"entity\":{\"bvn\":{\"status\":true},\"first_name\":{\"status\":true},"
+                "\"date_of_birth\":{\"status\":true}}}",
+                &r) == BANK_IDP_MATCH);
+    CHECK(judge(p, BANK_IDP_DOJAH, 200,
+                "{\"entity\":{\"bvn\":{\"status\":false},\"first_name\":{\"status\":false},"
+                "\"date_of_birth\":{\"status\":false}}}",
+                &r) == BANK_IDP_MISMATCH);
+    CHECK(judge(p, BANK_IDP_DOJAH, 200,
+                "{\"entity\":{\"bvn\":{\"status\":true},\"first_name\":{\"status\":true},"
+                "\"date_of_birth\":{\"status\":false}}}",
+                &r) == BANK_IDP_MISMATCH);
+    CHECK(judge(p, BANK_IDP_DOJAH, 200,
+                "{\"entity\":{\"bvn\":{\"status\":true},\"first_name\":{\"status\":true},"
+                "\"last_name\":{\"status\":false},\"date_of_birth\":{\"status\":true}}}",
+                &r) == BANK_IDP_MISMATCH);
+    CHECK(judge(p, BANK_IDP_DOJAH, 404, "{\"error\":\"BVN not found\"}", &r) == BANK_IDP_MISMATCH);
+    CHECK(judge(p, BANK_IDP_DOJAH, 400, "", &r) == BANK_IDP_MISMATCH);
+    /* a status that is not a boolean, a missing field: malformed, not a mismatch */
+    CHECK(judge(p, BANK_IDP_DOJAH, 200,
+                "{\"entity\":{\"bvn\":{\"status\":\"true\"},\"first_name\":{\"status\":true},"
+                "\"date_of_birth\":{\"status\":true}}}",
+                &r) == BANK_IDP_UNAVAILABLE);
+    CHECK(judge(p, BANK_IDP_DOJAH, 200,
+                "{\"entity\":{\"bvn\":{\"status\":true},\"first_name\":{\"status\":true}}}",
+                &r) == BANK_IDP_UNAVAILABLE);
+    CHECK(judge(p, BANK_IDP_DOJAH, 200, "{\"entity\":", &r) == BANK_IDP_UNAVAILABLE);
+    CHECK(judge(p, BANK_IDP_DOJAH, 200, "[]", &r) == BANK_IDP_UNAVAILABLE);
+    CHECK(judge(p, BANK_IDP_DOJAH, 500, "{}", &r) == BANK_IDP_UNAVAILABLE);
+    CHECK(judge(p, BANK_IDP_DOJAH, 503, "", &r) == BANK_IDP_UNAVAILABLE);
+    CHECK(judge(p, BANK_IDP_DOJAH, 429, "", &r) == BANK_IDP_UNAVAILABLE);
+    CHECK(judge(p, BANK_IDP_DOJAH, 401, "{}", &r) == BANK_IDP_REFUSED);
+    CHECK(judge(p, BANK_IDP_DOJAH, 403, "", &r) == BANK_IDP_REFUSED);
+    CHECK(r.http_status == 403);
+}
+
+static void test_prembly(apr_pool_t *p)
+{
+    bank_idp_result_t r;
+    CHECK(judge(p, BANK_IDP_PREMBLY, 200,
+                "{\"status\":true,\"response_code\":\"00\",\"data\":{\"firstName\":\"OBI\","
+                "\"middleName\":\"Ngozi\",\"lastName\":\"ada\",\"dateOfBirth\":\"2-Aug-1990\"}}",
+                &r) == BANK_IDP_MATCH);
+    CHECK_STR(r.first, "OBI"); /* the provider's names, in its order */
+    CHECK_STR(r.last, "ada");
+    CHECK(judge(p, BANK_IDP_PREMBLY, 200,
+                "{\"status\":true,\"response_code\":\"00\",\"data\":{\"firstName\":\"Ada\","
+                "\"lastName\":\"Obi\",\"dateOfBirth\":\"3-Aug-1990\"}}",
+                &r) == BANK_IDP_MISMATCH);
+    CHECK(judge(p, BANK_IDP_PREMBLY, 200,
+                "{\"status\":true,\"response_code\":\"00\",\"data\":{\"firstName\":\"Ada\","
+                "\"lastName\":\"Okafor\",\"dateOfBirth\":\"2-Aug-1990\"}}",
+                &r) == BANK_IDP_MISMATCH);
+    CHECK(judge(p, BANK_IDP_PREMBLY, 200, "{\"status\":false,\"response_code\":\"01\"}", &r) ==
+          BANK_IDP_MISMATCH);
+    CHECK(judge(p, BANK_IDP_PREMBLY, 404, "{\"status\":false,\"response_code\":\"01\"}", &r) ==
+          BANK_IDP_MISMATCH);
+    CHECK(judge(p, BANK_IDP_PREMBLY, 200, "{\"status\":false,\"response_code\":\"07\"}", &r) ==
+          BANK_IDP_MISMATCH);
+    CHECK(judge(p, BANK_IDP_PREMBLY, 200, "{\"status\":false,\"response_code\":\"02\"}", &r) ==
+          BANK_IDP_UNAVAILABLE);
+    CHECK(judge(p, BANK_IDP_PREMBLY, 200, "{\"status\":false,\"response_code\":\"03\"}", &r) ==
+          BANK_IDP_REFUSED);
+    CHECK(judge(p, BANK_IDP_PREMBLY, 200, "{\"status\":true,\"response_code\":\"00\"}", &r) ==
+          BANK_IDP_UNAVAILABLE);
+    CHECK(judge(p, BANK_IDP_PREMBLY, 200,
+                "{\"status\":true,\"response_code\":\"00\",\"data\":{\"firstName\":\"Ada\","
+                "\"lastName\":\"Obi\",\"dateOfBirth\":\"yesterday\"}}",
+                &r) == BANK_IDP_UNAVAILABLE);
+    CHECK(judge(p, BANK_IDP_PREMBLY, 200, "{\"status\":true}", &r) == BANK_IDP_UNAVAILABLE);
+    CHECK(judge(p, BANK_IDP_PREMBLY, 200, "not json", &r) == BANK_IDP_UNAVAILABLE);
+    CHECK(judge(p, BANK_IDP_PREMBLY, 502, "{}", &r) == BANK_IDP_UNAVAILABLE);
+    CHECK(judge(p, BANK_IDP_PREMBLY, 401, "{}", &r) == BANK_IDP_REFUSED);
+}
+
+static void test_breaker(apr_pool_t *p)
+{
+    bank_idp_breaker_t *b = bank_idp_breaker_at(apr_palloc(p, bank_idp_breaker_size()));
+    apr_time_t t = apr_time_from_sec(1000000);
+    const char *u = "https://api.dojah.io", *v = "https://api.prembly.com/identitypass";
+    int i;
+
+    CHECK(b != NULL);
+    for (i = 1; i < BANK_IDP_BREAKER_FAILURES; i++) {
+        CHECK(bank_idp_breaker_allow(b, u, t) == 0);
+        CHECK(bank_idp_breaker_record(b, u, 0, t) == 0);
+    }
+    bank_idp_breaker_record(b, u, 1, t); /* a success in between starts the run again */
+    for (i = 1; i < BANK_IDP_BREAKER_FAILURES; i++) {
+        CHECK(bank_idp_breaker_record(b, u, 0, t) == 0);
+    }
+    CHECK(bank_idp_breaker_record(b, u, 0, t) == 1); /* the 5th in a row opens it */
+    CHECK(bank_idp_breaker_allow(b, u, t) == BANK_IDP_BREAKER_OPEN);
+    CHECK(bank_idp_breaker_allow(b, u, t + apr_time_from_sec(29) + 1) == 1);
+    CHECK(bank_idp_breaker_allow(b, v, t) == 0); /* another URL has its own */
+    /* after 30 s one trial goes ahead, the others wait for it */
+    t += apr_time_from_sec(BANK_IDP_BREAKER_OPEN);
+    CHECK(bank_idp_breaker_allow(b, u, t) == 0);
+    CHECK(bank_idp_breaker_allow(b, u, t) == BANK_IDP_BREAKER_OPEN);
+    CHECK(bank_idp_breaker_record(b, u, 0, t) == 1); /* the trial failed: open again */
+    CHECK(bank_idp_breaker_allow(b, u, t + apr_time_from_sec(10)) == 20);
+    t += apr_time_from_sec(BANK_IDP_BREAKER_OPEN);
+    CHECK(bank_idp_breaker_allow(b, u, t) == 0);
+    bank_idp_breaker_record(b, u, 1, t); /* the trial succeeded: closed */
+    CHECK(bank_idp_breaker_allow(b, u, t) == 0);
+    CHECK(bank_idp_breaker_allow(b, u, t) == 0);
+}
+
+static void run_tests(apr_pool_t *p)
+{
+    test_urls(p);
+    test_credentials(p);
+    test_requests(p);
+    test_dates(p);
+    test_dojah(p);
+    test_prembly(p);
+    test_breaker(p);
+}
