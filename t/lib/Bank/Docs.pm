@@ -19,7 +19,8 @@ use Bank::Test;
 use Bank::BvnTest qw(next_bvn);
 use Bank::Webhook qw(notice notice_json hmac);
 
-our @EXPORT_OK = qw(doc_block substitute free_port run_user slurp spew exercise bad_log_lines);
+our @EXPORT_OK = qw(doc_block substitute free_port run_user slurp spew exercise bad_log_lines
+  private_conf);
 
 sub slurp {
     my ($f) = @_;
@@ -65,6 +66,29 @@ sub free_port {
 # The user httpd's children run as: the documents' www-data when the suite runs as root;
 # otherwise httpd cannot switch users and keeps the one running the suite.
 sub run_user { return $> == 0 ? 'www-data' : scalar getpwuid($>) }
+
+# The head of a small httpd.conf of a test's own on the suite's database: ServerRoot $dir,
+# files named $name there, listening on @ports, children as the test server's (nobody when
+# run as root), the modules mod_bank needs, and the database of scripts/run-tests.
+sub private_conf {
+    my ($dir, $name, @ports) = @_;
+    my $user = $> == 0 ? "User nobody\nGroup nogroup\n" : '';
+    return "ServerRoot $dir\nServerName localhost\n"
+      . join('', map { "Listen 127.0.0.1:$_\n" } @ports) . <<"CONF";
+PidFile $dir/$name.pid
+ErrorLog $dir/$name.log
+DefaultRuntimeDir $dir
+LogLevel warn
+$user
+LoadModule mpm_event_module /usr/lib/apache2/modules/mod_mpm_event.so
+LoadModule authz_core_module /usr/lib/apache2/modules/mod_authz_core.so
+LoadModule dbd_module /usr/lib/apache2/modules/mod_dbd.so
+LoadModule bank_module $ENV{BANK_MODULE}
+DBDriver $ENV{BANK_DBDRIVER}
+DBDParams "$ENV{BANK_DBPARAMS}"
+DBDInitSQL "$ENV{BANK_DBINIT}"
+CONF
+}
 
 # Lines of an error log at warn level or worse. One is the host's, not the configuration's:
 # mod_ssl built against a newer OpenSSL than the libssl3 installed (AH01882; an up-to-date
