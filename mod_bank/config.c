@@ -460,7 +460,10 @@ static const char *set_idp_credentials(cmd_parms *cmd, void *cfg, const char *a,
     const char *why;
 
     if (!b) {
-        const char *path = ap_server_root_relative(cmd->pool, a);
+        /* "file:PATH" as BankWebhookSignature takes it, or the bare path */
+        const char *path = ap_server_root_relative(
+            cmd->pool,
+            strncmp(a, HMAC_KEY_FILE, strlen(HMAC_KEY_FILE)) ? a : a + strlen(HMAC_KEY_FILE));
         if (!path || (why = bank_idp_credentials_file(cmd->pool, path, &c->idp_app_id,
                                                       &c->idp_secret)) != NULL) {
             return apr_psprintf(cmd->pool, "%s: the file %s: %s", cmd->cmd->name, a,

@@ -73,6 +73,11 @@ BankWebhookPartner paystack
     BankBvnProvider Prembly https://api.prembly.com/identitypass/
     BankBvnProviderCredentials $dir/creds-ok
 </Location>
+<Location /v3/onboarding/bvn>
+    SetHandler bank-bvn
+    BankBvnProvider prembly
+    BankBvnProviderCredentials file:$dir/creds-ok
+</Location>
 <Location /test/onboarding/bvn>
     SetHandler bank-bvn
     BankBvnProvider dojah http://127.0.0.1:8080/fake
