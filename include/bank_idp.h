@@ -50,6 +50,7 @@ typedef struct {
     const char *first; /* MATCH: the names to keep and to name the account after */
     const char *last;
     long http_status; /* 0 when no answer came */
+    int reused;       /* the call went over a connection an earlier call of the thread opened */
 } bank_idp_result_t;
 
 /* "table", "dojah", "prembly". */

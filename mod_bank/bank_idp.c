@@ -480,7 +480,9 @@ void bank_idp_check(apr_pool_t *p, apr_pool_t *keep, const bank_idp_conf_t *c,
     curl_easy_setopt(h, CURLOPT_HTTPHEADER, NULL);
     curl_slist_free_all(hdr);
     curl_easy_getinfo(h, CURLINFO_RESPONSE_CODE, &status);
-    out->http_status = status;
+    if (curl_easy_getinfo(h, CURLINFO_NUM_CONNECTS, &connect) == CURLE_OK) {
+        out->reused = rc == CURLE_OK && connect == 0;
+    }
     if (a.over || rc == CURLE_FILESIZE_EXCEEDED) {
         verdict(out, BANK_IDP_UNAVAILABLE,
                 apr_psprintf(p, "the answer is larger than %d bytes", BANK_IDP_MAX_ANSWER));
@@ -493,7 +495,9 @@ void bank_idp_check(apr_pool_t *p, apr_pool_t *keep, const bank_idp_conf_t *c,
         verdict(out, BANK_IDP_UNAVAILABLE,
                 apr_pstrcat(p, "no answer: ", curl_easy_strerror(rc), (char *)NULL));
     } else {
+        int reused = out->reused;
         bank_idp_judge(p, c->kind, status, a.buf, a.len, q, out);
+        out->reused = reused;
     }
 }
 

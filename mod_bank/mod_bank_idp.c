@@ -82,8 +82,10 @@ int bank_idp_ask(request_rec *r, const bank_idp_query_t *q, bank_idp_result_t *o
                   BANKLOGNO(1005) "asking identity provider %s at %s", name, c.base_url);
     bank_idp_check(r->pool, thread_pool(r), &c, q, out);
     ap_log_rerror(APLOG_MARK, APLOG_DEBUG, 0, r,
-                  BANKLOGNO(1006) "identity provider %s: %s (HTTP %ld) in %" APR_TIME_T_FMT " ms",
-                  name, out->why, out->http_status, apr_time_as_msec(apr_time_now() - start));
+                  BANKLOGNO(1006) "identity provider %s: %s (HTTP %ld) in %" APR_TIME_T_FMT
+                                  " ms, %s connection",
+                  name, out->why, out->http_status, apr_time_as_msec(apr_time_now() - start),
+                  out->reused ? "reused" : "new");
     if (out->verdict == BANK_IDP_MATCH || out->verdict == BANK_IDP_MISMATCH) {
         bank_idp_breaker_record(breaker, c.base_url, 1, apr_time_now());
         return OK;

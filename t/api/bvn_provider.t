@@ -167,6 +167,10 @@ like($log, qr/BANK1008: identity provider prembly .* no answer within 1 seconds/
 like($log, qr/BANK1008: identity provider dojah .* larger than 524288 bytes/,
     'oversized: logged as such');
 
+# Each call says whether it opened a connection (reuse by one thread: t/unit/test_idp.c).
+like($log, qr/BANK1006: identity provider (dojah|prembly): matched \(HTTP 200\) in \d+ ms, new connection/,
+    'connections: the log says a call opened one');
+
 # --- misconfigured: no credentials ---------------------------------------------------------------
 {
     my $v = provider_customer();

@@ -1,6 +1,7 @@
 /* Unit tests for BVN verification by an identity provider (bank_idp.c): base URLs and
  * credentials as the directives check them, each dialect's request, the answers judged into
- * verdicts, the providers' dates, and the circuit breaker's numbers. */
+ * verdicts, the providers' dates, the circuit breaker's numbers, and the client keeping
+ * one connection per thread. */
 #include "unit.h"
 
 #include <stdlib.h>
@@ -8,6 +9,9 @@
 #include <fcntl.h>
 #include <sys/stat.h>
 #include <apr_strings.h>
+#include <apr_network_io.h>
+#include <apr_thread_proc.h>
+#include <apr_atomic.h>
 
 #include "bank_idp.h"
 
@@ -214,6 +218,101 @@ static void test_breaker(apr_pool_t *p)
     CHECK(bank_idp_breaker_allow(b, u, t) == 0);
 }
 
+/* ---- the client against a local HTTP/1.1 server: connections kept per handle ---- */
+
+typedef struct {
+    apr_socket_t *listener;
+    volatile apr_uint32_t accepted, served;
+    const char *answer; /* a whole HTTP response */
+} fake_server;
+
+/* Serves connections one after another; a connection idle for 300 ms is closed. */
+static void *APR_THREAD_FUNC serve(apr_thread_t *t, void *baton)
+{
+    fake_server *f = baton;
+    apr_pool_t *p;
+    apr_socket_t *c;
+
+    apr_pool_create(&p, NULL);
+    while (apr_socket_accept(&c, f->listener, p) == APR_SUCCESS) {
+        char buf[4096];
+        apr_size_t have = 0;
+        apr_atomic_inc32(&f->accepted);
+        apr_socket_timeout_set(c, apr_time_from_msec(300));
+        for (;;) {
+            apr_size_t n = sizeof(buf) - 1 - have;
+            if (apr_socket_recv(c, buf + have, &n) != APR_SUCCESS || n == 0) {
+                break;
+            }
+            have += n;
+            buf[have] = '\0';
+            if (strstr(buf, "\r\n\r\n")) { /* a GET: the request ends with its headers */
+                apr_size_t len = strlen(f->answer);
+                apr_socket_send(c, f->answer, &len);
+                apr_atomic_inc32(&f->served);
+                have = 0;
+            }
+        }
+        apr_socket_close(c);
+        if (apr_atomic_read32(&f->served) >= 4) {
+            break;
+        }
+    }
+    apr_pool_destroy(p);
+    (void)t; /* no apr_thread_exit: under ASan its pthread_exit trips the sanitizer */
+    return NULL;
+}
+
+static void test_client(apr_pool_t *p)
+{
+    static const char body[] = "{\"entity\":{\"bvn\":{\"status\":true},\"first_name\":{\"status\":"
+                               "true},\"date_of_birth\":{\"status\":true}}}";
+    fake_server f;
+    apr_sockaddr_t *sa;
+    apr_thread_t *thread;
+    apr_status_t rv;
+    apr_pool_t *keep1, *keep2;
+    bank_idp_conf_t c = {BANK_IDP_DOJAH, NULL, "app", "key", 5};
+    bank_idp_result_t r;
+
+    memset(&f, 0, sizeof(f));
+    f.answer = apr_psprintf(p,
+                            "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\n"
+                            "Content-Length: %d\r\n\r\n%s",
+                            (int)strlen(body), body);
+    CHECK(bank_idp_global_init() == 0);
+    CHECK(apr_sockaddr_info_get(&sa, "127.0.0.1", APR_INET, 0, 0, p) == APR_SUCCESS);
+    CHECK(apr_socket_create(&f.listener, APR_INET, SOCK_STREAM, APR_PROTO_TCP, p) == APR_SUCCESS);
+    CHECK(apr_socket_bind(f.listener, sa) == APR_SUCCESS);
+    CHECK(apr_socket_listen(f.listener, 8) == APR_SUCCESS);
+    apr_socket_addr_get(&sa, APR_LOCAL, f.listener);
+    c.base_url = apr_psprintf(p, "http://127.0.0.1:%d", (int)sa->port);
+    CHECK(apr_thread_create(&thread, NULL, serve, &f, p) == APR_SUCCESS);
+
+    apr_pool_create(&keep1, p);
+    apr_pool_create(&keep2, p);
+    bank_idp_check(p, keep1, &c, &ada, &r);
+    CHECK(r.verdict == BANK_IDP_MATCH && !r.reused);
+    bank_idp_check(p, keep1, &c, &ada, &r); /* the same thread's handle: its connection */
+    CHECK(r.verdict == BANK_IDP_MATCH && r.reused);
+    CHECK(apr_atomic_read32(&f.accepted) == 1);
+    bank_idp_check(p, keep2, &c, &ada, &r); /* another thread's handle: its own */
+    CHECK(r.verdict == BANK_IDP_MATCH && !r.reused);
+    CHECK(apr_atomic_read32(&f.accepted) == 2);
+    apr_pool_destroy(keep1); /* the handle goes with its pool */
+    bank_idp_check(p, keep2, &c, &ada, &r);
+    CHECK(r.verdict == BANK_IDP_MATCH && r.reused);
+    apr_thread_join(&rv, thread);
+    apr_pool_destroy(keep2);
+    apr_socket_close(f.listener);
+
+    /* nobody listens any more: unavailable, with libcurl's reason */
+    apr_pool_create(&keep1, p);
+    bank_idp_check(p, keep1, &c, &ada, &r);
+    CHECK(r.verdict == BANK_IDP_UNAVAILABLE && r.why && strstr(r.why, "no answer: "));
+    apr_pool_destroy(keep1);
+}
+
 static void run_tests(apr_pool_t *p)
 {
     test_urls(p);
@@ -223,4 +322,5 @@ static void run_tests(apr_pool_t *p)
     test_dojah(p);
     test_prembly(p);
     test_breaker(p);
+    test_client(p);
 }
