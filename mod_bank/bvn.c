@@ -397,8 +397,9 @@ static int check_record(request_rec *r, bank_db_t *db, bvn_state_t *st, const ch
         bank_idp_query_t q = {st->bvn, dob, st->customer[BANK_CUST_FIRST],
                               st->customer[BANK_CUST_LAST]};
         bank_idp_result_t res;
-        if ((left = bank_idp_ask(r, &q, &res)) != OK) {
-            return left;
+        int status = bank_idp_ask(r, &q, &res);
+        if (status != OK) {
+            return status; /* the 503 */
         }
         if (res.verdict == BANK_IDP_MATCH) {
             st->keep_source = bank_idp_kind_name(provider);
