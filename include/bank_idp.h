@@ -44,10 +44,19 @@ typedef enum {
     BANK_IDP_REFUSED      /* refused our credentials or account: a misconfiguration */
 } bank_idp_verdict;
 
+/* What a mismatch is about. */
+typedef enum {
+    BANK_IDP_DIFF_NONE = 0,
+    BANK_IDP_DIFF_UNKNOWN, /* not found, or blocked */
+    BANK_IDP_DIFF_DATE,
+    BANK_IDP_DIFF_NAMES
+} bank_idp_diff;
+
 typedef struct {
     bank_idp_verdict verdict;
-    const char *why;   /* for the operator's log; fixed texts, no personal data */
-    const char *first; /* MATCH: the names to keep and to name the account after */
+    bank_idp_diff diff; /* MISMATCH: what differs */
+    const char *why;    /* for the operator's log; fixed texts, no personal data */
+    const char *first;  /* MATCH: the names to keep and to name the account after */
     const char *last;
     long http_status; /* 0 when no answer came */
     int reused;       /* the call went over a connection an earlier call of the thread opened */

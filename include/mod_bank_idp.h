@@ -15,6 +15,10 @@ bank_idp_kind bank_idp_kind_of(request_rec *r);
  * the 503 E_UNAVAILABLE with Retry-After is written (provider down, slow, refusing our
  * credentials, answering nonsense, or the breaker open) and its status returned. */
 int bank_idp_ask(request_rec *r, const bank_idp_query_t *q, bank_idp_result_t *out);
+/* The same without answering: OK, or HTTP_SERVICE_UNAVAILABLE (logged) with the seconds for
+ * Retry-After. */
+int bank_idp_verify(request_rec *r, const bank_idp_query_t *q, bank_idp_result_t *out,
+                    int *retry_after);
 /* libcurl's global set-up and the circuit breaker's shared memory, in the parent before
  * any child exists. */
 int bank_idp_post_config(apr_pool_t *pconf, server_rec *s);

@@ -200,6 +200,12 @@ static void verdict(bank_idp_result_t *out, bank_idp_verdict v, const char *why)
     out->why = why;
 }
 
+static void mismatch(bank_idp_result_t *out, bank_idp_diff what, const char *why)
+{
+    verdict(out, BANK_IDP_MISMATCH, why);
+    out->diff = what;
+}
+
 const char *bank_idp_date(apr_pool_t *p, const char *s)
 {
     static const char *const months[] = {"jan", "feb", "mar", "apr", "may", "jun",
@@ -262,7 +268,7 @@ static void judge_dojah(apr_pool_t *p, json_object *o, const bank_idp_query_t *q
         return;
     }
     if (!bvn) {
-        verdict(out, BANK_IDP_MISMATCH, "the provider knows no such BVN");
+        mismatch(out, BANK_IDP_DIFF_UNKNOWN, "the provider knows no such BVN");
         return;
     }
     first = dojah_status(entity, "first_name");
@@ -272,9 +278,9 @@ static void judge_dojah(apr_pool_t *p, json_object *o, const bank_idp_query_t *q
         verdict(out, BANK_IDP_UNAVAILABLE,
                 "malformed answer: no first_name or date_of_birth status");
     } else if (!dob) {
-        verdict(out, BANK_IDP_MISMATCH, "the date of birth differs from the provider's");
+        mismatch(out, BANK_IDP_DIFF_DATE, "the date of birth differs from the provider's");
     } else if (!first || last == 0) {
-        verdict(out, BANK_IDP_MISMATCH, "the names differ from the provider's");
+        mismatch(out, BANK_IDP_DIFF_NAMES, "the names differ from the provider's");
     } else {
         verdict(out, BANK_IDP_MATCH, "matched");
         out->first = apr_pstrdup(p, q->first);
@@ -301,9 +307,10 @@ static void judge_prembly(apr_pool_t *p, json_object *o, const bank_idp_query_t 
     if (!code) {
         verdict(out, BANK_IDP_UNAVAILABLE, "malformed answer: no response_code");
     } else if (!strcmp(code, "01")) {
-        verdict(out, BANK_IDP_MISMATCH, "the provider knows no such BVN (response_code 01)");
+        mismatch(out, BANK_IDP_DIFF_UNKNOWN, "the provider knows no such BVN (response_code 01)");
     } else if (!strcmp(code, "07")) {
-        verdict(out, BANK_IDP_MISMATCH, "the BVN is blocked or watch-listed (response_code 07)");
+        mismatch(out, BANK_IDP_DIFF_UNKNOWN,
+                 "the BVN is blocked or watch-listed (response_code 07)");
     } else if (!strcmp(code, "02")) {
         verdict(out, BANK_IDP_UNAVAILABLE, "the provider cannot verify now (response_code 02)");
     } else if (!strcmp(code, "03")) {
@@ -320,9 +327,9 @@ static void judge_prembly(apr_pool_t *p, json_object *o, const bank_idp_query_t 
     } else if (!(dob = bank_idp_date(p, dob))) {
         verdict(out, BANK_IDP_UNAVAILABLE, "malformed answer: unreadable dateOfBirth");
     } else if (strcmp(dob, q->dob) != 0) {
-        verdict(out, BANK_IDP_MISMATCH, "the date of birth differs from the provider's");
+        mismatch(out, BANK_IDP_DIFF_DATE, "the date of birth differs from the provider's");
     } else if (!bank_names_match(p, first, last, q->first, q->last)) {
-        verdict(out, BANK_IDP_MISMATCH, "the names differ from the provider's");
+        mismatch(out, BANK_IDP_DIFF_NAMES, "the names differ from the provider's");
     } else {
         verdict(out, BANK_IDP_MATCH, "matched");
         out->first = apr_pstrdup(p, first);
@@ -338,6 +345,7 @@ void bank_idp_judge(apr_pool_t *p, bank_idp_kind kind, long status, const char *
 
     out->http_status = status;
     out->first = out->last = NULL;
+    out->diff = BANK_IDP_DIFF_NONE;
     if (status == 401 || status == 403) {
         verdict(out, BANK_IDP_REFUSED, "the provider refused the credentials");
         return;
@@ -348,7 +356,7 @@ void bank_idp_judge(apr_pool_t *p, bank_idp_kind kind, long status, const char *
     }
     /* Dojah answers a BVN it cannot find with a 400 or 404 and an error text. */
     if (kind == BANK_IDP_DOJAH && (status == 400 || status == 404)) {
-        verdict(out, BANK_IDP_MISMATCH, "the provider knows no such BVN (HTTP 400/404)");
+        mismatch(out, BANK_IDP_DIFF_UNKNOWN, "the provider knows no such BVN (HTTP 400/404)");
         return;
     }
     /* Prembly may put a "not found" response_code on a 404. */

@@ -56,6 +56,16 @@ static apr_pool_t *thread_pool(request_rec *r)
 
 int bank_idp_ask(request_rec *r, const bank_idp_query_t *q, bank_idp_result_t *out)
 {
+    int retry_after = 0;
+    if (bank_idp_verify(r, q, out, &retry_after) != OK) {
+        return bank_error_unavailable(r, IDP_UNAVAILABLE, retry_after);
+    }
+    return OK;
+}
+
+int bank_idp_verify(request_rec *r, const bank_idp_query_t *q, bank_idp_result_t *out,
+                    int *retry_after)
+{
     bank_idp_conf_t c;
     const char *name;
     apr_time_t start;
@@ -68,7 +78,8 @@ int bank_idp_ask(request_rec *r, const bank_idp_query_t *q, bank_idp_result_t *o
                       BANKLOGNO(1003) "BankBvnProvider %s is set here but "
                                       "BankBvnProviderCredentials is not: answering 503",
                       name);
-        return bank_error_unavailable(r, IDP_UNAVAILABLE, BANK_IDP_RETRY_AFTER);
+        *retry_after = BANK_IDP_RETRY_AFTER;
+        return HTTP_SERVICE_UNAVAILABLE;
     }
     start = apr_time_now();
     if ((wait = bank_idp_breaker_allow(breaker, c.base_url, start)) > 0) {
@@ -76,7 +87,8 @@ int bank_idp_ask(request_rec *r, const bank_idp_query_t *q, bank_idp_result_t *o
                       BANKLOGNO(1004) "identity provider %s at %s: circuit breaker open, "
                                       "not calling it for %d more seconds",
                       name, c.base_url, wait);
-        return bank_error_unavailable(r, IDP_UNAVAILABLE, wait);
+        *retry_after = wait;
+        return HTTP_SERVICE_UNAVAILABLE;
     }
     ap_log_rerror(APLOG_MARK, APLOG_TRACE1, 0, r,
                   BANKLOGNO(1005) "asking identity provider %s at %s", name, c.base_url);
@@ -107,5 +119,6 @@ int bank_idp_ask(request_rec *r, const bank_idp_query_t *q, bank_idp_result_t *o
                                       "circuit breaker open, no calls for %d seconds",
                       name, c.base_url, BANK_IDP_BREAKER_FAILURES, BANK_IDP_BREAKER_OPEN);
     }
-    return bank_error_unavailable(r, IDP_UNAVAILABLE, BANK_IDP_RETRY_AFTER);
+    *retry_after = BANK_IDP_RETRY_AFTER;
+    return HTTP_SERVICE_UNAVAILABLE;
 }

@@ -127,6 +127,7 @@ static void test_dojah(apr_pool_t *p)
                 "\"last_name\":{\"status\":false},\"date_of_birth\":{\"status\":true}}}",
                 &r) == BANK_IDP_MISMATCH);
     CHECK(judge(p, BANK_IDP_DOJAH, 404, "{\"error\":\"BVN not found\"}", &r) == BANK_IDP_MISMATCH);
+    CHECK(r.diff == BANK_IDP_DIFF_UNKNOWN);
     CHECK(judge(p, BANK_IDP_DOJAH, 400, "", &r) == BANK_IDP_MISMATCH);
     /* a status that is not a boolean, a missing field: malformed, not a mismatch */
     CHECK(judge(p, BANK_IDP_DOJAH, 200,
@@ -159,10 +160,12 @@ static void test_prembly(apr_pool_t *p)
                 "{\"status\":true,\"response_code\":\"00\",\"data\":{\"firstName\":\"Ada\","
                 "\"lastName\":\"Obi\",\"dateOfBirth\":\"3-Aug-1990\"}}",
                 &r) == BANK_IDP_MISMATCH);
+    CHECK(r.diff == BANK_IDP_DIFF_DATE);
     CHECK(judge(p, BANK_IDP_PREMBLY, 200,
                 "{\"status\":true,\"response_code\":\"00\",\"data\":{\"firstName\":\"Ada\","
                 "\"lastName\":\"Okafor\",\"dateOfBirth\":\"2-Aug-1990\"}}",
                 &r) == BANK_IDP_MISMATCH);
+    CHECK(r.diff == BANK_IDP_DIFF_NAMES);
     CHECK(judge(p, BANK_IDP_PREMBLY, 200, "{\"status\":false,\"response_code\":\"01\"}", &r) ==
           BANK_IDP_MISMATCH);
     CHECK(judge(p, BANK_IDP_PREMBLY, 404, "{\"status\":false,\"response_code\":\"01\"}", &r) ==
