@@ -55,6 +55,10 @@ struct bank_db_s {
     int txn_failed;    /* a statement failed inside the transaction: it can only roll back */
     int txn_cleanup;   /* the pool cleanup that rolls back a forgotten txn is registered */
     const char *error; /* last driver error text, for the log only */
+    /* SQLite refused a write (SQLITE_READONLY: the file, its directory or the file system
+     * is read-only to httpd's User). The answer is 503, and recover tries a new connection:
+     * SQLite opens a file it cannot write read-only and keeps it so (db.c). */
+    int read_only;
     /* Set by the module (NULL in bankctl): after a failed statement, finds out whether the
      * connection was lost or re-opened under it and, if so, restores its session (init SQL,
      * prepared statements) so the pooled connection is whole again. Outside a transaction
