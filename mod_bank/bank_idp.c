@@ -206,6 +206,18 @@ static void mismatch(bank_idp_result_t *out, bank_idp_diff what, const char *why
     out->diff = what;
 }
 
+/* 1 if s[0..n) are n ASCII digits. */
+static int digits(const char *s, apr_size_t n)
+{
+    apr_size_t i;
+    for (i = 0; i < n; i++) {
+        if (!apr_isdigit(s[i])) {
+            return 0;
+        }
+    }
+    return 1;
+}
+
 const char *bank_idp_date(apr_pool_t *p, const char *s)
 {
     static const char *const months[] = {"jan", "feb", "mar", "apr", "may", "jun",
@@ -213,15 +225,19 @@ const char *bank_idp_date(apr_pool_t *p, const char *s)
     static const char *const full[] = {"january",   "february", "march",    "april",
                                        "may",       "june",     "july",     "august",
                                        "september", "october",  "november", "december"};
-    int day = 0, month = 0, year = 0, i, n = 0;
+    int day, month = 0, i;
     const char *dash, *rest;
+    apr_size_t len;
 
-    if (strlen(s) == 10 && s[4] == '-' && s[7] == '-' && apr_isdigit(s[0]) &&
-        sscanf(s, "%4d-%2d-%2d%n", &year, &month, &day, &n) == 3 && n == 10) {
+    if (strlen(s) == 10 && s[4] == '-' && s[7] == '-' && digits(s, 4) && digits(s + 5, 2) &&
+        digits(s + 8, 2)) {
+        month = atoi(s + 5);
+        day = atoi(s + 8);
         return day >= 1 && day <= 31 && month >= 1 && month <= 12 ? apr_pstrdup(p, s) : NULL;
     }
     /* D-Mon-YYYY or DD-Month-YYYY */
-    if (!apr_isdigit(s[0]) || !(dash = strchr(s, '-')) || dash - s > 2) {
+    if (!(dash = strchr(s, '-')) || dash - s < 1 || dash - s > 2 ||
+        !digits(s, (apr_size_t)(dash - s))) {
         return NULL;
     }
     day = atoi(s);
@@ -229,19 +245,17 @@ const char *bank_idp_date(apr_pool_t *p, const char *s)
     if (!(dash = strchr(rest, '-'))) {
         return NULL;
     }
+    len = (apr_size_t)(dash - rest);
     for (i = 0; i < 12 && !month; i++) {
-        apr_size_t len = (apr_size_t)(dash - rest);
         if ((len == 3 && !strncasecmp(rest, months[i], 3)) ||
             (len == strlen(full[i]) && !strncasecmp(rest, full[i], len))) {
             month = i + 1;
         }
     }
-    if (!month || strlen(dash + 1) != 4 || !apr_isdigit(dash[1]) || !apr_isdigit(dash[4]) ||
-        day < 1 || day > 31) {
+    if (!month || strlen(dash + 1) != 4 || !digits(dash + 1, 4) || day < 1 || day > 31) {
         return NULL;
     }
-    year = atoi(dash + 1);
-    return apr_psprintf(p, "%04d-%02d-%02d", year, month, day);
+    return apr_psprintf(p, "%s-%02d-%02d", dash + 1, month, day);
 }
 
 /* A field of Dojah's entity: -1 when missing or without a boolean status. */

@@ -96,6 +96,10 @@ static void test_dates(apr_pool_t *p)
     CHECK(bank_idp_date(p, "Aug 2, 1990") == NULL);
     CHECK(bank_idp_date(p, "1990-13-02") == NULL);
     CHECK(bank_idp_date(p, "") == NULL);
+    /* found by t/fuzz/fuzz_idp.c: sscanf's %d took a sign */
+    CHECK(bank_idp_date(p, "1990-08-+9") == NULL);
+    CHECK(bank_idp_date(p, "2-Aug-1+90") == NULL);
+    CHECK(bank_idp_date(p, "+2-Aug-1990") == NULL);
 }
 
 static void test_dojah(apr_pool_t *p)
