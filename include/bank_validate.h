@@ -34,6 +34,8 @@ const char *bank_v_string_at(apr_array_header_t *errs, json_object *obj, const c
 
 /* 1 if s looks like an e-mail address (local@domain.tld, no spaces or control bytes). */
 int bank_email_plausible(const char *s);
+/* 1 if s[0..len) are len ASCII digits (no sign, no space). */
+int bank_all_digits(const char *s, apr_size_t len);
 /* 1 if s is exactly 11 ASCII digits. */
 int bank_bvn_valid(const char *s);
 

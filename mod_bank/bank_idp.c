@@ -16,6 +16,7 @@
 #include "bank_idp.h"
 #include "bank_json.h"
 #include "bank_account.h"
+#include "bank_validate.h"
 
 static const char *const kind_names[] = {"table", "dojah", "prembly"};
 
@@ -206,18 +207,6 @@ static void mismatch(bank_idp_result_t *out, bank_idp_diff what, const char *why
     out->diff = what;
 }
 
-/* 1 if s[0..n) are n ASCII digits. */
-static int digits(const char *s, apr_size_t n)
-{
-    apr_size_t i;
-    for (i = 0; i < n; i++) {
-        if (!apr_isdigit(s[i])) {
-            return 0;
-        }
-    }
-    return 1;
-}
-
 const char *bank_idp_date(apr_pool_t *p, const char *s)
 {
     static const char *const months[] = {"jan", "feb", "mar", "apr", "may", "jun",
@@ -229,15 +218,15 @@ const char *bank_idp_date(apr_pool_t *p, const char *s)
     const char *dash, *rest;
     apr_size_t len;
 
-    if (strlen(s) == 10 && s[4] == '-' && s[7] == '-' && digits(s, 4) && digits(s + 5, 2) &&
-        digits(s + 8, 2)) {
+    if (strlen(s) == 10 && s[4] == '-' && s[7] == '-' && bank_all_digits(s, 4) &&
+        bank_all_digits(s + 5, 2) && bank_all_digits(s + 8, 2)) {
         month = atoi(s + 5);
         day = atoi(s + 8);
         return day >= 1 && day <= 31 && month >= 1 && month <= 12 ? apr_pstrdup(p, s) : NULL;
     }
     /* D-Mon-YYYY or DD-Month-YYYY */
     if (!(dash = strchr(s, '-')) || dash - s < 1 || dash - s > 2 ||
-        !digits(s, (apr_size_t)(dash - s))) {
+        !bank_all_digits(s, (apr_size_t)(dash - s))) {
         return NULL;
     }
     day = atoi(s);
@@ -252,7 +241,7 @@ const char *bank_idp_date(apr_pool_t *p, const char *s)
             month = i + 1;
         }
     }
-    if (!month || strlen(dash + 1) != 4 || !digits(dash + 1, 4) || day < 1 || day > 31) {
+    if (!month || strlen(dash + 1) != 4 || !bank_all_digits(dash + 1, 4) || day < 1 || day > 31) {
         return NULL;
     }
     return apr_psprintf(p, "%s-%02d-%02d", dash + 1, month, day);

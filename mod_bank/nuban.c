@@ -5,28 +5,17 @@
 #include <apr_lib.h>
 
 #include "bank_nuban.h"
+#include "bank_validate.h"
 
 #define NUBAN_SERIAL_LEN 9
 #define NUBAN_SERIAL_MAX 1000000000LL
-
-static int all_digits(const char *s, apr_size_t len)
-{
-    apr_size_t i;
-
-    for (i = 0; i < len; i++) {
-        if (!apr_isdigit(s[i])) {
-            return 0;
-        }
-    }
-    return 1;
-}
 
 /* Writes the 6-digit institution code into out[7]; -1 if bank_code is not 3, 5 or 6 digits. */
 static int institution(const char *bank_code, char out[7])
 {
     apr_size_t len = bank_code ? strlen(bank_code) : 0;
 
-    if (!all_digits(bank_code, len)) {
+    if (!bank_all_digits(bank_code, len)) {
         return -1;
     }
     switch (len) {
@@ -58,7 +47,7 @@ int bank_nuban_check_digit(const char *bank_code, const char *serial9)
     int i, sum = 0;
 
     if (institution(bank_code, digits) != 0 || !serial9 || strlen(serial9) != NUBAN_SERIAL_LEN ||
-        !all_digits(serial9, NUBAN_SERIAL_LEN)) {
+        !bank_all_digits(serial9, NUBAN_SERIAL_LEN)) {
         return -1;
     }
     apr_cpystrn(digits + 6, serial9, sizeof(digits) - 6);

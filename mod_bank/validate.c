@@ -113,15 +113,21 @@ int bank_email_plausible(const char *s)
     return 1;
 }
 
-int bank_bvn_valid(const char *s)
+int bank_all_digits(const char *s, apr_size_t len)
 {
-    int i;
-    for (i = 0; i < 11; i++) {
-        if (s[i] < '0' || s[i] > '9') {
+    apr_size_t i;
+
+    for (i = 0; i < len; i++) {
+        if (!apr_isdigit(s[i])) {
             return 0;
         }
     }
-    return s[11] == '\0';
+    return 1;
+}
+
+int bank_bvn_valid(const char *s)
+{
+    return bank_all_digits(s, 11) && s[11] == '\0'; /* the first non-digit stops it, NUL too */
 }
 
 int bank_date_check(const char *s, apr_time_t now)
