@@ -9,6 +9,9 @@ use warnings FATAL => 'all';
 use Apache::Test qw(-withtestmore);
 use Apache::TestRequest ();
 use Time::HiRes ();
+use IO::Socket::INET ();
+use POSIX ();
+use Bank::Docs ();
 use Bank::Test;
 use Bank::BvnTest;
 use Bank::Servers qw(main_server concurrent);
@@ -267,6 +270,35 @@ for my $p (qw(dojah prembly)) {
     @out = bankctl('bvn', 'check', '--bvn', $w->{bvn}, '--dob', $w->{dob}, '--first', 'A',
         '--last', 'B', '--url', 'http://203.0.113.9');
     is($out[0], 2, 'bankctl bvn check: plain http only to loopback');
+}
+
+# --- TLS is verified: a provider with a self-signed certificate is not talked to -------------
+{
+    my $tls  = "$dir/tls";
+    mkdir $tls;
+    system("openssl req -x509 -newkey rsa:2048 -nodes -keyout $tls/key.pem -out $tls/cert.pem"
+          . " -days 1 -subj /CN=127.0.0.1 >/dev/null 2>&1") == 0 or die 'openssl req failed';
+    my $port = Bank::Docs::free_port();
+    my $pid  = fork // die "fork: $!";
+    if (!$pid) {
+        open STDOUT, '>', '/dev/null';
+        open STDERR, '>', '/dev/null';
+        exec('openssl', 's_server', '-accept', $port, '-cert', "$tls/cert.pem", '-key',
+            "$tls/key.pem", '-www', '-quiet') or POSIX::_exit(1);
+    }
+    for (1 .. 50) {
+        last if IO::Socket::INET->new(PeerAddr => "127.0.0.1:$port");
+        select undef, undef, undef, 0.1;
+    }
+    local $ENV{BANK_BVN_PROVIDER_APP_ID} = 'test-app-id';
+    local $ENV{BANK_BVN_PROVIDER_KEY}    = 'test-idp-secret-1';
+    my @out = bankctl('bvn', 'check', '--bvn', '22212345678', '--dob', '1990-04-12', '--first',
+        'Ada', '--last', 'Obi', '--provider', 'dojah', '--url', "https://127.0.0.1:$port");
+    is($out[0], 1, 'TLS: a self-signed provider certificate is refused');
+    like($out[2], qr/unavailable: no answer: SSL peer certificate or SSH remote key was not OK/,
+        'TLS: because the certificate does not verify');
+    kill 'TERM', $pid;
+    waitpid $pid, 0;
 }
 
 # --- nothing personal or secret in the error log (LogLevel bank:trace8) ---------------------------
