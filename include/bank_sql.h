@@ -114,6 +114,8 @@ int bank_db_bool(const char *v);
 /* The session settings mod_bank needs on a PostgreSQL connection, whatever the server's or
  * role's defaults: ISO dates (bank_time_parse reads them in any TimeZone) and UTF-8. */
 #define BANK_PG_SESSION_SQL "SET DateStyle = 'ISO'; SET client_encoding = 'UTF8'"
+/* SQLite enforces foreign keys only when each connection asks for it. */
+#define BANK_SQLITE_SESSION_SQL "PRAGMA foreign_keys = ON"
 
 #define BANK_NARGS(a) ((int)(sizeof(a) / sizeof((a)[0])))
 
