@@ -11,13 +11,10 @@ APR_INC    = $$(apr-1-config --includes) $$(apr-1-config --cppflags)
 LIBS      := -ljson-c -lcrypto -lcrypt
 
 # Pure code: no httpd dependency; linked by the module, bankctl and the C unit tests.
-CORE_SRC  := mod_bank/util.c mod_bank/token.c mod_bank/password.c mod_bank/nuban.c \
-             mod_bank/validate.c mod_bank/json.c mod_bank/sql.c mod_bank/notice.c \
-             mod_bank/account.c mod_bank/customer.c
+CORE_SRC  := $(filter-out mod_bank/bankctl/%,$(wildcard mod_bank/bank_*.c))
 # httpd glue.
-MOD_SRC   := mod_bank/mod_bank.c mod_bank/config.c mod_bank/http.c mod_bank/db.c \
-             mod_bank/auth.c mod_bank/banks.c mod_bank/sign_in.c mod_bank/bvn.c \
-             mod_bank/webhook.c
+MOD_SRC   := $(wildcard mod_bank/mod_bank*.c)
+CTL_SRC   := $(wildcard mod_bank/bankctl/*.c)
 HEADERS   := $(wildcard include/*.h)
 UNIT_SRC  := $(wildcard t/unit/test_*.c)
 UNIT_BIN  := $(patsubst t/unit/%.c,$(BUILD)/unit/%,$(UNIT_SRC))
@@ -37,9 +34,9 @@ $(BUILD)/mod_bank.so: $(MOD_SRC) $(CORE_SRC) $(HEADERS)
 	    $(BUILD)/apxs.log; exit 1; }
 	@cp $(BUILD)/.libs/mod_bank.so $@.tmp && mv -f $@.tmp $@ && echo "built $@"
 
-$(BUILD)/bankctl: mod_bank/bankctl.c $(CORE_SRC) $(HEADERS)
+$(BUILD)/bankctl: $(CTL_SRC) $(CORE_SRC) $(HEADERS)
 	@mkdir -p $(BUILD)
-	@echo "CC bankctl"; $(CC) -O2 -g $(WARN) -Iinclude $(APR_INC) -o $@ mod_bank/bankctl.c $(CORE_SRC) \
+	@echo "CC bankctl"; $(CC) -O2 -g $(WARN) -Iinclude $(APR_INC) -o $@ $(CTL_SRC) $(CORE_SRC) \
 	    -lapr-1 -laprutil-1 $(LIBS)
 
 $(BUILD)/unit/%: t/unit/%.c t/unit/unit.h $(CORE_SRC) $(HEADERS)
@@ -85,13 +82,13 @@ install: build
 	install -m 644 conf/bank.conf $(DESTDIR)/etc/apache2/mod_bank/bank.conf
 
 format:
-	clang-format -i mod_bank/*.c include/*.h t/unit/*.c t/unit/*.h
+	clang-format -i mod_bank/*.c mod_bank/bankctl/*.c include/*.h t/unit/*.c t/unit/*.h
 
 lint:
 	cppcheck --quiet --error-exitcode=1 --enable=warning,performance,portability \
 	    --inline-suppr --suppress=missingIncludeSystem -Iinclude -DLINUX -D_REENTRANT \
 	    -D_GNU_SOURCE mod_bank/
-	clang-format --dry-run --Werror mod_bank/*.c include/*.h t/unit/*.c t/unit/*.h
+	clang-format --dry-run --Werror mod_bank/*.c mod_bank/bankctl/*.c include/*.h t/unit/*.c t/unit/*.h
 
 clean:
 	rm -rf $(BUILD) mod_bank/.libs mod_bank/*.lo mod_bank/*.slo mod_bank/*.o mod_bank.la \

@@ -5,7 +5,7 @@
 
 #include <apr_pools.h>
 #include <json-c/json.h>
-#include "bank_sql.h"
+#include "bank_db.h"
 
 /* Columns of bank_customer_by_email and bank_customer_by_id (mod_bank/sql.c), in order. */
 enum {

@@ -10,6 +10,13 @@
 #include <http_core.h>
 #include <openssl/crypto.h>
 #include "mod_bank.h"
+#include "mod_bank_config.h"
+#include "mod_bank_http.h"
+#include "mod_bank_db.h"
+#include "mod_bank_banks.h"
+#include "mod_bank_bvn.h"
+#include "mod_bank_sign_in.h"
+#include "mod_bank_webhook.h"
 
 static const struct {
     const char *name;

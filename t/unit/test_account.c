@@ -5,7 +5,7 @@
 #include <apr_strings.h>
 
 #include "bank_account.h"
-#include "bank_sql.h"
+#include "bank_db.h"
 
 static void test_names_match(apr_pool_t *p)
 {

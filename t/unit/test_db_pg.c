@@ -10,8 +10,8 @@
 #include <apr_strings.h>
 #include <apr_dbd.h>
 
-#include "bank_sql.h"
-#include "bank_util.h"
+#include "bank_db.h"
+#include "bank_time.h"
 
 static apr_status_t close_db(void *data)
 {

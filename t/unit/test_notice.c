@@ -7,7 +7,7 @@
 
 #include "bank_json.h"
 #include "bank_notice.h"
-#include "bank_util.h"
+#include "bank_digest.h"
 #include "bank_validate.h"
 
 /* RFC 4231 test case 2 (also: printf %s "$DATA" | openssl dgst -sha512 -hmac Jefe). */

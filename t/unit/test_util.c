@@ -3,7 +3,11 @@
 
 #include <apr_strings.h>
 
-#include "bank_util.h"
+#include "bank_digest.h"
+#include "bank_encoding.h"
+#include "bank_rand.h"
+#include "bank_time.h"
+#include "bank_uuid.h"
 
 static const char *b64url(apr_pool_t *p, const char *s)
 {

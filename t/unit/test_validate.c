@@ -3,6 +3,7 @@
 #include "unit.h"
 #include "bank_json.h"
 #include "bank_validate.h"
+#include "bank_encoding.h"
 
 static apr_time_t at(int y, int m, int d)
 {

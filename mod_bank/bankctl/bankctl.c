@@ -15,11 +15,12 @@
 #include <apr_lib.h>
 #include <apr_dbd.h>
 #include <json-c/json.h>
-#include "bank_sql.h"
+#include "bank_db.h"
 #include "bank_customer.h"
 #include "bank_token.h"
 #include "bank_password.h"
-#include "bank_util.h"
+#include "bank_time.h"
+#include "bank_uuid.h"
 #include "bank_validate.h"
 #include "bank_json.h"
 

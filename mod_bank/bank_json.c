@@ -3,7 +3,7 @@
 #include <string.h>
 #include <apr_strings.h>
 #include "bank_json.h"
-#include "bank_util.h"
+#include "bank_time.h"
 
 static apr_status_t put_json(void *o)
 {

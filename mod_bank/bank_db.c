@@ -5,7 +5,7 @@
 #include <strings.h>
 #include <apr_strings.h>
 #include <apr_tables.h>
-#include "bank_sql.h"
+#include "bank_db.h"
 
 /* clang-format off */
 const bank_stmt_t bank_statements[] = {

@@ -8,6 +8,7 @@
 #include <http_protocol.h>
 #include <http_request.h>
 #include "mod_bank.h"
+#include "mod_bank_db.h"
 #include <mod_dbd.h>
 
 APLOG_USE_MODULE(bank);
@@ -17,9 +18,6 @@ static APR_OPTIONAL_FN_TYPE(ap_dbd_acquire) *dbd_acquire = NULL;
 
 /* One per process (created before the fork): SQLite writers of a process take turns (sql.c). */
 static apr_thread_mutex_t *sqlite_writer = NULL;
-
-/* How long a client should wait before retrying after a 503 from the database. */
-#define BANK_DB_RETRY_AFTER 5
 
 void bank_db_retrieve_optional(void)
 {
@@ -279,12 +277,12 @@ bank_db_t *bank_db(request_rec *r)
     return &c->db;
 }
 
-int bank_error_db(request_rec *r, bank_db_t *db, bank_db_rc rc, const char *what)
+int bank_db_failed(request_rec *r, bank_db_t *db, bank_db_rc rc, const char *what)
 {
     const char *error;
 
     if (!db) {
-        return bank_error_unavailable(r, NULL, BANK_DB_RETRY_AFTER);
+        return 1;
     }
     error = db->error;
     if (db->in_txn) {
@@ -293,12 +291,9 @@ int bank_error_db(request_rec *r, bank_db_t *db, bank_db_rc rc, const char *what
     ap_log_rerror(APLOG_MARK, APLOG_ERR, 0, r, BANKLOGNO(0203) "%s: %s", what,
                   error ? error : "failed");
     if (rc == BANK_DB_BUSY || rc == BANK_DB_NO_STMT) {
-        return bank_error_unavailable(r, NULL, BANK_DB_RETRY_AFTER);
+        return 1;
     }
     /* A lost connection also lands here: the client hears 503 (retry) rather than 500, and
      * recover leaves the pooled connection whole for the next request. */
-    if (db->conn_lost || recover(db) != BANK_CONN_INTACT) {
-        return bank_error_unavailable(r, NULL, BANK_DB_RETRY_AFTER);
-    }
-    return bank_error(r, BANK_E_INTERNAL, NULL, NULL);
+    return db->conn_lost || recover(db) != BANK_CONN_INTACT;
 }

@@ -4,23 +4,13 @@
 #include <strings.h>
 #include <apr_strings.h>
 #include "bank_account.h"
-#include "bank_util.h"
+#include "bank_encoding.h"
+#include "bank_rand.h"
 
 /* ASCII only: a byte of a UTF-8 sequence is never changed, whatever the C locale says. */
 static int ascii_space(char c)
 {
     return c == ' ' || c == '\t' || c == '\n' || c == '\r' || c == '\f' || c == '\v';
-}
-
-static char ascii_case(char c, int upper)
-{
-    if (upper && c >= 'a' && c <= 'z') {
-        return (char)(c - 'a' + 'A');
-    }
-    if (!upper && c >= 'A' && c <= 'Z') {
-        return (char)(c - 'A' + 'a');
-    }
-    return c;
 }
 
 /* A copy with white space trimmed and inner runs collapsed to one space; ASCII letters
@@ -36,7 +26,7 @@ static char *normalise(apr_pool_t *p, const char *s, int upper)
             }
             continue;
         }
-        *o++ = ascii_case(*s, upper);
+        *o++ = bank_ascii_fold(*s, upper);
     }
     if (o != out && o[-1] == ' ') {
         o--;

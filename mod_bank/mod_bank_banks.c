@@ -8,8 +8,12 @@
 #include <http_protocol.h>
 #include <http_request.h>
 #include "mod_bank.h"
+#include "mod_bank_banks.h"
+#include "mod_bank_config.h"
+#include "mod_bank_http.h"
+#include "mod_bank_auth.h"
 #include "bank_json.h"
-#include "bank_util.h"
+#include "bank_digest.h"
 
 APLOG_USE_MODULE(bank);
 

@@ -8,6 +8,9 @@
 #include <http_request.h>
 #include <util_filter.h>
 #include "mod_bank.h"
+#include "mod_bank_config.h"
+#include "mod_bank_http.h"
+#include "mod_bank_db.h"
 #include "bank_json.h"
 
 APLOG_USE_MODULE(bank);
@@ -285,4 +288,15 @@ int bank_read_json(request_rec *r, json_object **out, const char **raw, apr_size
         *raw_len = len;
     }
     return bank_parse_json(r, buf, len, out);
+}
+
+/* How long a client should wait before retrying after a 503 from the database. */
+#define BANK_DB_RETRY_AFTER 5
+
+int bank_error_db(request_rec *r, bank_db_t *db, bank_db_rc rc, const char *what)
+{
+    if (bank_db_failed(r, db, rc, what)) {
+        return bank_error_unavailable(r, NULL, BANK_DB_RETRY_AFTER);
+    }
+    return bank_error(r, BANK_E_INTERNAL, NULL, NULL);
 }

@@ -10,7 +10,8 @@
 #include <openssl/evp.h>
 
 #include "bank_password.h"
-#include "bank_util.h"
+#include "bank_encoding.h"
+#include "bank_rand.h"
 
 /* AdonisJS defaults for new hashes. */
 #define SCRYPT_N 16384
@@ -43,10 +44,6 @@
 static const char dummy_hash[] =
     "$scrypt$n=16384,r=8,p=1$dF780RQ+X3AB4wTn5/mhQw$EmXiMsK1lAYDyDgIwnKQnF6z9lxrG/HfjHnJPF4aC966"
     "98/mmD5t1S8tcAqgHpirG8ep8dTnGHePI5Z3G4XnEQ";
-
-static const char std_alpha[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
-static const char bcrypt_alpha[] =
-    "./ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789";
 
 typedef struct {
     unsigned long n, r, p;
@@ -199,7 +196,7 @@ static int bcrypt_mcf_ok(const char *s)
         return 0;
     }
     for (i = 7; i < 60; i++) {
-        if (!strchr(bcrypt_alpha, s[i])) {
+        if (!strchr(BANK_BCRYPT_ALPHABET, s[i])) {
             return 0;
         }
     }
@@ -224,15 +221,10 @@ static int verify_bcrypt_mcf(apr_pool_t *p, const char *plain, const char *store
                                                                       : BANK_PW_MISMATCH;
 }
 
-/* Same bit packing as standard base64, other alphabet. */
+/* bcrypt packs bits as standard base64 does, in its own alphabet. */
 static char *bcrypt_b64(apr_pool_t *p, const unsigned char *in, apr_size_t len)
 {
-    char *s = bank_b64std_encode(p, in, len), *c;
-
-    for (c = s; *c; c++) {
-        *c = bcrypt_alpha[strchr(std_alpha, *c) - std_alpha];
-    }
-    return s;
+    return bank_b64_encode(p, in, len, BANK_BCRYPT_ALPHABET);
 }
 
 /* AdonisJS' PHC form: $bcrypt$[v=97|98$]r=NN$<salt>$<hash>, no v meaning 97 ('a').

@@ -4,7 +4,8 @@
 #include <apr_strings.h>
 #include <apr_lib.h>
 #include "bank_validate.h"
-#include "bank_util.h"
+#include "bank_encoding.h"
+#include "bank_time.h"
 
 apr_array_header_t *bank_errors_new(apr_pool_t *p)
 {
@@ -151,13 +152,4 @@ int bank_date_check(const char *s, apr_time_t now)
         return BANK_DATE_FUTURE;
     }
     return BANK_DATE_OK;
-}
-
-char *bank_ascii_lower(apr_pool_t *p, const char *s)
-{
-    char *out = apr_pstrdup(p, s), *c;
-    for (c = out; *c; c++) {
-        *c = (char)apr_tolower(*c);
-    }
-    return out;
 }

@@ -7,11 +7,18 @@
 #include <http_protocol.h>
 #include <http_request.h>
 #include "mod_bank.h"
+#include "mod_bank_sign_in.h"
+#include "mod_bank_config.h"
+#include "mod_bank_http.h"
+#include "mod_bank_db.h"
+#include "mod_bank_auth.h"
 #include "bank_customer.h"
 #include "bank_json.h"
 #include "bank_password.h"
 #include "bank_token.h"
-#include "bank_util.h"
+#include "bank_digest.h"
+#include "bank_encoding.h"
+#include "bank_time.h"
 
 APLOG_USE_MODULE(bank);
 

@@ -4,9 +4,9 @@
 #include <apr_time.h>
 #include "bank_customer.h"
 #include "bank_json.h"
-#include "bank_sql.h"
+#include "bank_db.h"
 #include "bank_token.h"
-#include "bank_util.h"
+#include "bank_time.h"
 
 json_object *bank_customer_json(apr_pool_t *p, const char *const *row)
 {

@@ -7,9 +7,16 @@
 #include <apr_strings.h>
 #include <http_protocol.h>
 #include "mod_bank.h"
+#include "mod_bank_webhook.h"
+#include "mod_bank_config.h"
+#include "mod_bank_http.h"
+#include "mod_bank_db.h"
+#include "mod_bank_auth.h"
 #include "bank_json.h"
 #include "bank_notice.h"
-#include "bank_util.h"
+#include "bank_digest.h"
+#include "bank_time.h"
+#include "bank_uuid.h"
 
 APLOG_USE_MODULE(bank);
 

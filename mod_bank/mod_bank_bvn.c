@@ -7,11 +7,17 @@
 #include <http_protocol.h>
 #include <http_request.h>
 #include "mod_bank.h"
+#include "mod_bank_bvn.h"
+#include "mod_bank_config.h"
+#include "mod_bank_http.h"
+#include "mod_bank_db.h"
+#include "mod_bank_auth.h"
 #include "bank_account.h"
 #include "bank_customer.h"
 #include "bank_json.h"
 #include "bank_nuban.h"
-#include "bank_util.h"
+#include "bank_time.h"
+#include "bank_uuid.h"
 
 APLOG_USE_MODULE(bank);
 

@@ -5,8 +5,11 @@
 #include <apr_lib.h>
 #include <http_protocol.h>
 #include "mod_bank.h"
+#include "mod_bank_auth.h"
+#include "mod_bank_http.h"
+#include "mod_bank_db.h"
 #include "bank_token.h"
-#include "bank_util.h"
+#include "bank_time.h"
 
 APLOG_USE_MODULE(bank);
 

@@ -6,11 +6,9 @@
 
 #include "bank_json.h"
 #include "bank_token.h"
-#include "bank_util.h"
-
-/* The characters AdonisJS' string.random draws from (url-safe base64). */
-static const char seed_alphabet[] =
-    "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_";
+#include "bank_digest.h"
+#include "bank_encoding.h"
+#include "bank_rand.h"
 
 /* Ids are database keys (bigint): canonical decimal, 1..9223372036854775807. One spelling
  * per token (no leading zero), and never a value the database would refuse to bind. */
@@ -19,7 +17,8 @@ static const char seed_alphabet[] =
 
 int bank_token_secret_new(apr_pool_t *p, const char **secret, const char **hash_hex)
 {
-    char *seed = bank_random_string(p, BANK_TOKEN_SEED_LEN, seed_alphabet);
+    /* AdonisJS' string.random draws from the url-safe base64 alphabet. */
+    char *seed = bank_random_string(p, BANK_TOKEN_SEED_LEN, BANK_B64URL_ALPHABET);
     char *s, *h;
 
     if (!seed) {

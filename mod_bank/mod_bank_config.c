@@ -7,6 +7,7 @@
 #include <http_core.h>
 #include <http_request.h>
 #include "mod_bank.h"
+#include "mod_bank_config.h"
 #include "bank_nuban.h"
 
 APLOG_USE_MODULE(bank);
