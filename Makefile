@@ -15,7 +15,10 @@ CORE_SRC  := $(filter-out mod_bank/bankctl/%,$(wildcard mod_bank/bank_*.c))
 # httpd glue.
 MOD_SRC   := $(wildcard mod_bank/mod_bank*.c)
 CTL_SRC   := $(wildcard mod_bank/bankctl/*.c)
-HEADERS   := $(wildcard include/*.h)
+HEADERS   := $(wildcard include/*.h mod_bank/bankctl/*.h)
+# Where make install puts things; bankctl finds its SQL files there unless BANK_SQL_DIR says.
+PREFIX    ?= /usr/local
+SQLDIR    := $(PREFIX)/share/mod_bank/sql
 UNIT_SRC  := $(wildcard t/unit/test_*.c)
 UNIT_BIN  := $(patsubst t/unit/%.c,$(BUILD)/unit/%,$(UNIT_SRC))
 
@@ -36,10 +39,11 @@ $(BUILD)/mod_bank.so: $(MOD_SRC) $(CORE_SRC) $(HEADERS)
 
 $(BUILD)/bankctl: $(CTL_SRC) $(CORE_SRC) $(HEADERS)
 	@mkdir -p $(BUILD)
-	@echo "CC bankctl"; $(CC) -O2 -g $(WARN) -Iinclude $(APR_INC) -o $@ $(CTL_SRC) $(CORE_SRC) \
+	@echo "CC bankctl"; $(CC) -O2 -g $(WARN) -Iinclude $(APR_INC) -DBANK_SQL_DIR='"$(SQLDIR)"' \
+	    -o $@ $(CTL_SRC) $(CORE_SRC) \
 	    -lapr-1 -laprutil-1 $(LIBS)
 
-$(BUILD)/unit/%: t/unit/%.c t/unit/unit.h $(CORE_SRC) $(HEADERS)
+$(BUILD)/unit/%: t/unit/%.c t/unit/unit.h t/unit/db_fixture.h $(CORE_SRC) $(HEADERS)
 	@mkdir -p $(BUILD)/unit
 	$(CC) -O1 -g $(WARN) -fsanitize=address,undefined -fno-omit-frame-pointer -Iinclude -It/unit \
 	    $(APR_INC) -o $@ $< $(CORE_SRC) -lapr-1 -laprutil-1 $(LIBS)
@@ -49,7 +53,7 @@ unit: $(UNIT_BIN)
 	@./scripts/run-unit $(UNIT_BIN)
 
 # The Apache::Test suite against a real httpd with the built module.
-itest: build $(BUILD)/unit/test_db_pg
+itest: build $(BUILD)/unit/test_db_pg $(BUILD)/unit/test_onboard $(BUILD)/unit/test_sign_in
 	@DB=$(DB) ./scripts/run-tests
 
 test: deps build unit itest
@@ -74,21 +78,23 @@ memcheck: deps build
 # the Location examples (DESTDIR for packaging).
 LIBEXECDIR = $$($(APXS) -q LIBEXECDIR)
 install: build
-	install -d $(DESTDIR)$(LIBEXECDIR) $(DESTDIR)/usr/local/bin $(DESTDIR)/usr/local/share/mod_bank \
+	install -d $(DESTDIR)$(LIBEXECDIR) $(DESTDIR)$(PREFIX)/bin $(DESTDIR)$(PREFIX)/share/mod_bank \
 	    $(DESTDIR)/etc/apache2/mod_bank
 	install -m 644 $(BUILD)/mod_bank.so $(DESTDIR)$(LIBEXECDIR)/mod_bank.so
-	install -m 755 $(BUILD)/bankctl $(DESTDIR)/usr/local/bin/bankctl
-	cp -r sql $(DESTDIR)/usr/local/share/mod_bank/
+	install -m 755 $(BUILD)/bankctl $(DESTDIR)$(PREFIX)/bin/bankctl
+	cp -r sql $(DESTDIR)$(PREFIX)/share/mod_bank/
 	install -m 644 conf/bank.conf $(DESTDIR)/etc/apache2/mod_bank/bank.conf
 
 format:
 	clang-format -i mod_bank/*.c mod_bank/bankctl/*.c include/*.h t/unit/*.c t/unit/*.h
 
+# cppcheck, clang-format and shellcheck (every script, warnings and notes alike).
 lint:
 	cppcheck --quiet --error-exitcode=1 --enable=warning,performance,portability \
 	    --inline-suppr --suppress=missingIncludeSystem -Iinclude -DLINUX -D_REENTRANT \
 	    -D_GNU_SOURCE mod_bank/
 	clang-format --dry-run --Werror mod_bank/*.c mod_bank/bankctl/*.c include/*.h t/unit/*.c t/unit/*.h
+	shellcheck scripts/* .ci/run
 
 clean:
 	rm -rf $(BUILD) mod_bank/.libs mod_bank/*.lo mod_bank/*.slo mod_bank/*.o mod_bank.la \

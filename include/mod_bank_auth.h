@@ -6,7 +6,6 @@
 #include "bank_db.h"
 
 typedef struct {
-    const char *token_id;
     const char *customer_id;
     const char *abilities;
 } bank_principal_t;

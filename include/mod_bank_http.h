@@ -9,7 +9,7 @@
 #include "bank_db.h"
 #include "bank_validate.h"
 
-/* Every error of CONTRACT C3, in one table so status, code and headers stay together. */
+/* Every error of docs/api.md, in one table so status, code and headers stay together. */
 typedef enum {
     BANK_E_INVALID_JSON,
     BANK_E_INVALID_CREDENTIALS,

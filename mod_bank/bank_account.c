@@ -1,5 +1,5 @@
 /* BVN onboarding rules that need no request: name matching, account names, referral codes,
- * money text (CONTRACT C7, C3). */
+ * money text (docs/api.md). */
 #include <string.h>
 #include <strings.h>
 #include <apr_strings.h>

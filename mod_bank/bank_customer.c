@@ -4,40 +4,31 @@
 #include <apr_time.h>
 #include "bank_customer.h"
 #include "bank_json.h"
-#include "bank_db.h"
 #include "bank_token.h"
 #include "bank_time.h"
 
-json_object *bank_customer_json(apr_pool_t *p, const char *const *row)
+#define F(name, kind, field) BANK_JSON_FIELD(name, kind, bank_customer_t, field)
+static const bank_json_field_t customer_fields[] = {F("customerId", TEXT, id),
+                                                    F("firstName", TEXT, first_name),
+                                                    F("lastName", TEXT, last_name),
+                                                    F("email", TEXT, email),
+                                                    F("emailVerified", BOOL, email_verified),
+                                                    F("phone", TEXT, phone),
+                                                    F("createdAt", TIME, created_at),
+                                                    F("updatedAt", TIME, updated_at)};
+#undef F
+
+json_object *bank_customer_json(apr_pool_t *p, const bank_customer_t *c)
 {
     json_object *o = json_object_new_object();
-    const char *first = row[BANK_CUST_FIRST] ? row[BANK_CUST_FIRST] : "";
-    const char *last = row[BANK_CUST_LAST] ? row[BANK_CUST_LAST] : "";
+    const char *first = c->first_name ? c->first_name : "";
+    const char *last = c->last_name ? c->last_name : "";
 
-    json_object_object_add(o, "customerId", bank_json_str(row[BANK_CUST_ID]));
-    json_object_object_add(o, "firstName", bank_json_str(row[BANK_CUST_FIRST]));
-    json_object_object_add(o, "lastName", bank_json_str(row[BANK_CUST_LAST]));
-    json_object_object_add(o, "email", bank_json_str(row[BANK_CUST_EMAIL]));
-    json_object_object_add(o, "emailVerified",
-                           json_object_new_boolean(bank_db_bool(row[BANK_CUST_EMAIL_VERIFIED])));
-    json_object_object_add(o, "phone", bank_json_str(row[BANK_CUST_PHONE]));
-    json_object_object_add(o, "createdAt", bank_json_time(p, row[BANK_CUST_CREATED]));
-    json_object_object_add(o, "updatedAt", bank_json_time(p, row[BANK_CUST_UPDATED]));
+    bank_json_add_fields(p, o, c, customer_fields, BANK_JSON_NFIELDS(customer_fields));
     json_object_object_add(o, "fullName",
                            json_object_new_string(apr_pstrcat(p, first, " ", last, (char *)NULL)));
     json_object_object_add(o, "address", NULL);
     return o;
-}
-
-/* A failure that is not the driver's: said in db->error, and inside a transaction marked as
- * bank_db_* marks a failed statement, so the transaction can only roll back. */
-static bank_db_rc issue_failed(bank_db_t *db, const char *why)
-{
-    db->error = why;
-    if (db->in_txn) {
-        db->txn_failed = 1;
-    }
-    return BANK_DB_ERROR;
 }
 
 bank_db_rc bank_token_issue(bank_db_t *db, apr_pool_t *p, const char *customer_id,
@@ -45,23 +36,16 @@ bank_db_rc bank_token_issue(bank_db_t *db, apr_pool_t *p, const char *customer_i
                             const char **expires_iso)
 {
     apr_time_t now = apr_time_now();
-    const char *secret = NULL, *hash = NULL, *now_s = bank_time_iso(p, now), *id;
+    const char *secret = NULL, *hash = NULL, *now_s = bank_time_iso(p, now), *id = NULL;
     const char *expires = bank_time_iso(p, now + apr_time_from_sec(ttl_seconds));
-    bank_rows_t rows;
     bank_db_rc rc;
 
     if (bank_token_secret_new(p, &secret, &hash) != 0) {
-        return issue_failed(db, "cannot create a token secret (no randomness)");
+        return bank_db_fail(db, "cannot create a token secret (no randomness)");
     }
-    {
-        const char *args[] = {customer_id, hash, abilities_json, now_s, now_s, expires};
-        if ((rc = bank_db_select(db, "bank_token_insert", &rows, BANK_NARGS(args), args)) !=
-            BANK_DB_OK) {
-            return rc;
-        }
-    }
-    if (!(id = bank_rows_get(&rows, 0, 0))) {
-        return issue_failed(db, "the token insert returned no id");
+    if ((rc = bank_store_token_insert(db, customer_id, hash, abilities_json, now_s, expires,
+                                      &id)) != BANK_DB_OK) {
+        return rc;
     }
     *plain = bank_token_encode(p, id, secret);
     *expires_iso = expires;

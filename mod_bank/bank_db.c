@@ -1,172 +1,168 @@
-/* Every SQL statement of mod_bank, and the query helpers over apr_dbd shared by the module
- * and bankctl. Statements are prepared once per connection (mod_dbd does it for the module,
- * bankctl does it itself); no SQL text is ever built from request data. */
+/* The data layer's handle over apr_dbd (bank_db.h): statements by label with one retry after
+ * a re-opened connection, rows read to the end and decoded by descriptor, transactions in
+ * one place. Statements are prepared once per connection (mod_dbd does it for the module,
+ * bank_db_prepare_all for bankctl and the tests); no SQL text is ever built from input. */
 #include <string.h>
 #include <strings.h>
 #include <apr_strings.h>
 #include <apr_tables.h>
 #include "bank_db.h"
+#include "bank_sql.h"
 
-/* clang-format off */
-const bank_stmt_t bank_statements[] = {
-    /* banks.c: the bank list; sorted in C so both drivers agree on the order. */
-    {"bank_banks_active",
-     "SELECT id, name, slug, code, active FROM banks WHERE active = 1", NULL},
+struct bank_db_s {
+    const apr_dbd_driver_t *driver;
+    apr_dbd_t *handle;
+    apr_hash_t *prepared;       /* label -> apr_dbd_prepared_t * */
+    apr_pool_t *pool;           /* results and error texts */
+    apr_dbd_transaction_t *txn; /* the sqlite3 driver's; PostgreSQL's are plain statements */
+    int in_txn;                 /* between bank_db_begin and bank_db_end */
+    int txn_failed;  /* a statement failed inside the transaction: it can only roll back */
+    int txn_cleanup; /* the pool cleanup that rolls back a forgotten txn is registered */
+    const char *error;
+    bank_db_recover_fn recover;
+    void *recover_baton;
+    int conn_lost;
+    /* SQLite in a threaded server: the process's writer lock, else NULL; holding: this
+     * connection holds it. */
+    apr_thread_mutex_t *writer_lock;
+    int holding;
+};
 
-    /* auth.c: bearer token verification. */
-    {"bank_token_find",
-     "SELECT tokenable_id, hash, abilities, expires_at, last_used_at"
-     " FROM auth_access_tokens WHERE id = %lld AND type = 'auth_token'", NULL},
-    {"bank_token_touch",
-     "UPDATE auth_access_tokens SET last_used_at = %pDz WHERE id = %lld", NULL},
+/* ---- handles ---- */
 
-    /* Tokens issued by sign-in and bankctl. */
-    {"bank_token_insert",
-     "INSERT INTO auth_access_tokens (tokenable_id, type, name, hash, abilities, created_at,"
-     " updated_at, expires_at) VALUES (%s, 'auth_token', NULL, %s, %s, %pDz, %pDz, %pDz)"
-     " RETURNING id",
-     "INSERT INTO auth_access_tokens (tokenable_id, type, name, hash, abilities, created_at,"
-     " updated_at, expires_at) VALUES (CAST(%s AS uuid), 'auth_token', NULL, %s, %s, %pDz,"
-     " %pDz, %pDz) RETURNING id"},
-    {"bank_token_revoke_all",
-     "DELETE FROM auth_access_tokens WHERE tokenable_id = %s",
-     "DELETE FROM auth_access_tokens WHERE tokenable_id = CAST(%s AS uuid)"},
-
-    /* Customers. */
-    {"bank_customer_by_email",
-     "SELECT id, email, password, first_name, last_name, phone, email_verified, bvn,"
-     " referral_code, created_at, updated_at FROM customers WHERE lower(email) = lower(%s)",
-     NULL},
-    {"bank_customer_by_id",
-     "SELECT id, email, password, first_name, last_name, phone, email_verified, bvn,"
-     " referral_code, created_at, updated_at FROM customers WHERE id = %s",
-     "SELECT id, email, password, first_name, last_name, phone, email_verified, bvn,"
-     " referral_code, created_at, updated_at FROM customers WHERE id = CAST(%s AS uuid)"},
-    {"bank_customer_insert",
-     "INSERT INTO customers (id, email, password, first_name, last_name, phone,"
-     " email_verified, created_at, updated_at) VALUES (%s, %s, %s, %s, %s, %s, %d, %pDz, %pDz)",
-     "INSERT INTO customers (id, email, password, first_name, last_name, phone,"
-     " email_verified, created_at, updated_at) VALUES (CAST(%s AS uuid), %s, %s, %s, %s, %s,"
-     " %d <> 0, %pDz, %pDz)"},
-
-    /* Identity-provider records. */
-    {"bank_bvn_record_upsert",
-     "INSERT INTO bvn_records (bvn, first_name, last_name, date_of_birth, phone, created_at)"
-     " VALUES (%s, %s, %s, %pDd, %s, %pDz) ON CONFLICT (bvn) DO UPDATE SET"
-     " first_name = excluded.first_name, last_name = excluded.last_name,"
-     " date_of_birth = excluded.date_of_birth, phone = excluded.phone", NULL},
-
-    /* bankctl notices: newest first. */
-    {"bank_notices_list",
-     "SELECT partner, status, amount, charges, currency, narration, receiver_account_name,"
-     " receiver_account_number, receiver_bank_code, session_id, status_code, status_message,"
-     " transaction_reference, wallet_id, client_ref, customer_reference, customer_id,"
-     " received_at FROM payment_notices ORDER BY received_at DESC LIMIT %d", NULL},
-
-    /* sign_in.c: credentials, devices, throttling. */
-    /* (sign-in statements) */
-    /* Failures of (lower-cased e-mail, client IP) in the window that has not yet expired
-     * (window_start after now - window). Timestamps compare as bank_time_iso text on SQLite
-     * (one fixed-width format orders correctly) and as timestamptz on PostgreSQL. */
-    {"bank_signin_throttle_get",
-     "SELECT failures, window_start FROM sign_in_attempts"
-     " WHERE email = %s AND ip = %s AND window_start > %pDz", NULL},
-    /* One failure, counted atomically: a new window when the old one expired (args: email,
-     * ip, now, cutoff, cutoff). */
-    {"bank_signin_fail",
-     "INSERT INTO sign_in_attempts (email, ip, failures, window_start) VALUES (%s, %s, 1, %pDz)"
-     " ON CONFLICT (email, ip) DO UPDATE SET"
-     " failures = CASE WHEN sign_in_attempts.window_start > %pDz"
-     " THEN sign_in_attempts.failures + 1 ELSE 1 END,"
-     " window_start = CASE WHEN sign_in_attempts.window_start > %pDz"
-     " THEN sign_in_attempts.window_start ELSE excluded.window_start END"
-     " RETURNING failures, window_start", NULL},
-    /* A success clears the row and, in the same statement, reads what it held: the failures
-     * of the window if it has not expired (else 0) and its start (args: email, ip, cutoff).
-     * On PostgreSQL the DELETE waits for a failure being counted on the row, and a failure
-     * counted after it waits for the sign-in's commit or rollback: none slips between. */
-    {"bank_signin_clear",
-     "DELETE FROM sign_in_attempts WHERE email = %s AND ip = %s"
-     " RETURNING CASE WHEN window_start > %pDz THEN failures ELSE 0 END, window_start", NULL},
-    {"bank_signin_prune",
-     "DELETE FROM sign_in_attempts WHERE window_start < %pDz", NULL},
-    {"bank_device_upsert",
-     "INSERT INTO devices (customer_id, device_token, created_at, last_seen_at)"
-     " VALUES (%s, %s, %pDz, %pDz) ON CONFLICT (customer_id, device_token)"
-     " DO UPDATE SET last_seen_at = excluded.last_seen_at",
-     "INSERT INTO devices (customer_id, device_token, created_at, last_seen_at)"
-     " VALUES (CAST(%s AS uuid), %s, %pDz, %pDz) ON CONFLICT (customer_id, device_token)"
-     " DO UPDATE SET last_seen_at = excluded.last_seen_at"},
-
-    /* bvn.c: BVN verification and account opening. */
-    /* (bvn statements) */
-    {"bank_bvn_record_find",
-     "SELECT first_name, last_name, date_of_birth FROM bvn_records WHERE bvn = %s",
-     "SELECT first_name, last_name, to_char(date_of_birth, 'YYYY-MM-DD') FROM bvn_records"
-     " WHERE bvn = %s"},
-    {"bank_customer_by_bvn",
-     "SELECT id FROM customers WHERE bvn = %s", NULL},
-    {"bank_account_by_customer",
-     "SELECT id, customer_id, account_type, balance_minor, currency, status, bank_name,"
-     " verified, bank_account_id, account_name, account_number, created_at, updated_at"
-     " FROM accounts WHERE customer_id = %s",
-     "SELECT id, customer_id, account_type, balance_minor, currency, status, bank_name,"
-     " verified, bank_account_id, account_name, account_number, created_at, updated_at"
-     " FROM accounts WHERE customer_id = CAST(%s AS uuid)"},
-    /* Only a customer not yet verified: a concurrent verification makes this change 0 rows. */
-    {"bank_customer_set_bvn",
-     "UPDATE customers SET bvn = %s, referral_code = %s, updated_at = %pDz"
-     " WHERE id = %s AND bvn IS NULL",
-     "UPDATE customers SET bvn = %s, referral_code = %s, updated_at = %pDz"
-     " WHERE id = CAST(%s AS uuid) AND bvn IS NULL"},
-    {"bank_account_serial_next",
-     "INSERT INTO account_serials (created_at) VALUES (%pDz) RETURNING serial", NULL},
-    {"bank_account_insert",
-     "INSERT INTO accounts (id, customer_id, account_type, balance_minor, currency, status,"
-     " bank_name, verified, bank_account_id, account_name, account_number, created_at,"
-     " updated_at) VALUES (%s, %s, 'personal', 0, 'NGN', 'bvn_verified', %s, TRUE, %s, %s,"
-     " %s, %pDz, %pDz)",
-     "INSERT INTO accounts (id, customer_id, account_type, balance_minor, currency, status,"
-     " bank_name, verified, bank_account_id, account_name, account_number, created_at,"
-     " updated_at) VALUES (CAST(%s AS uuid), CAST(%s AS uuid), 'personal', 0, 'NGN',"
-     " 'bvn_verified', %s, TRUE, %s, %s, %s, %pDz, %pDz)"},
-
-    /* webhook.c: payment notices. */
-    /* (webhook statements) */
-    {"bank_webhook_account",
-     "SELECT id, customer_id FROM accounts WHERE bank_account_id = %s", NULL},
-    /* Idempotent by the UNIQUE key: a repeat inserts nothing and reports 0 rows, on any
-     * process, even when the copies arrive at the same moment. */
-    {"bank_webhook_insert",
-     "INSERT INTO payment_notices (id, partner, service, type, status, amount, charges,"
-     " currency, narration, receiver_account_name, receiver_account_number,"
-     " receiver_bank_code, session_id, status_code, status_message, transaction_reference,"
-     " wallet_id, client_ref, customer_reference, account_id, customer_id, raw_body,"
-     " received_at) VALUES (%s, %s, %s, %s, %s, %lld, %s, %s, %s, %s, %s, %s, %s, %s, %s,"
-     " %s, %s, %s, %s, %s, %s, %s, %pDz)"
-     " ON CONFLICT (partner, transaction_reference, status_code) DO NOTHING",
-     "INSERT INTO payment_notices (id, partner, service, type, status, amount, charges,"
-     " currency, narration, receiver_account_name, receiver_account_number,"
-     " receiver_bank_code, session_id, status_code, status_message, transaction_reference,"
-     " wallet_id, client_ref, customer_reference, account_id, customer_id, raw_body,"
-     " received_at) VALUES (CAST(%s AS uuid), %s, %s, %s, %s, %lld, %s, %s, %s, %s, %s, %s,"
-     " %s, %s, %s, %s, %s, %s, %s, CAST(%s AS uuid), CAST(%s AS uuid), %s, %pDz)"
-     " ON CONFLICT (partner, transaction_reference, status_code) DO NOTHING"},
-
-    {NULL, NULL, NULL}};
-/* clang-format on */
-
-const char *bank_stmt_sql(const bank_stmt_t *st, const char *driver_name)
+bank_db_t *bank_db_wrap(apr_pool_t *p, const apr_dbd_driver_t *driver, apr_dbd_t *handle,
+                        apr_hash_t *prepared)
 {
-    if (st->pg && driver_name && strcmp(driver_name, "pgsql") == 0) {
-        return st->pg;
-    }
-    return st->sql;
+    bank_db_t *db = apr_pcalloc(p, sizeof(*db));
+
+    db->pool = p;
+    db->driver = driver;
+    db->handle = handle;
+    db->prepared = prepared ? prepared : apr_hash_make(p);
+    return db;
 }
 
-int bank_db_is_pgsql(const apr_dbd_driver_t *driver)
+static apr_status_t close_db(void *data)
+{
+    bank_db_t *db = data;
+    apr_dbd_close(db->driver, db->handle);
+    return APR_SUCCESS;
+}
+
+bank_db_t *bank_db_open(apr_pool_t *p, const char *driver_name, const char *params,
+                        const char **err)
+{
+    const apr_dbd_driver_t *driver = NULL;
+    apr_dbd_t *handle = NULL;
+    const char *why = NULL;
+    bank_db_t *db;
+
+    apr_dbd_init(p);
+    if (apr_dbd_get_driver(p, driver_name, &driver) != APR_SUCCESS) {
+        *err = apr_psprintf(p, "apr_dbd driver %s is not available (install libaprutil1-dbd-%s)",
+                            driver_name, strcmp(driver_name, "pgsql") == 0 ? "pgsql" : "sqlite3");
+        return NULL;
+    }
+    if (apr_dbd_open_ex(driver, p, params, &handle, &why) != APR_SUCCESS || !handle) {
+        *err =
+            apr_pstrcat(p, "cannot open the database: ", bank_db_error_line(p, why), (char *)NULL);
+        return NULL;
+    }
+    db = bank_db_wrap(p, driver, handle, NULL);
+    apr_pool_cleanup_register(p, db, close_db, apr_pool_cleanup_null);
+    if (bank_db_is_pgsql(db) && bank_db_query(db, BANK_PG_SESSION_SQL) != 0) {
+        *err = apr_pstrcat(p, "cannot set up the database session: ", db->error, (char *)NULL);
+        return NULL;
+    }
+    return db;
+}
+
+const char *bank_db_prepare(bank_db_t *db, const char *label, const char *sql, int named)
+{
+    apr_dbd_prepared_t *st = NULL;
+    int rv = apr_dbd_prepare(db->driver, db->pool, db->handle, sql, named ? label : NULL, &st);
+
+    if (rv != 0 || !st) {
+        return bank_db_error_line(db->pool, apr_dbd_error(db->driver, db->handle, rv));
+    }
+    apr_hash_set(db->prepared, label, APR_HASH_KEY_STRING, st);
+    return NULL;
+}
+
+const char *bank_db_prepare_all(bank_db_t *db)
+{
+    const bank_stmt_t *st;
+    int i;
+
+    for (i = 0; (st = bank_stmt_at(i)) != NULL; i++) {
+        const char *err = bank_db_prepare(
+            db, st->label, bank_stmt_expand(db->pool, st->sql, bank_db_is_pgsql(db)), 1);
+        if (err) {
+            return apr_psprintf(db->pool, "statement %s: %s", st->label, err);
+        }
+    }
+    return NULL;
+}
+
+void bank_db_set_recover(bank_db_t *db, bank_db_recover_fn fn, void *baton)
+{
+    db->recover = fn;
+    db->recover_baton = baton;
+}
+
+bank_conn_state bank_db_recover(bank_db_t *db)
+{
+    bank_conn_state st = db->recover ? db->recover(db, db->recover_baton) : BANK_CONN_INTACT;
+
+    if (st == BANK_CONN_DOWN || st == BANK_CONN_RESTORED) {
+        db->conn_lost = 1;
+    }
+    return st;
+}
+
+void bank_db_set_writer_lock(bank_db_t *db, apr_thread_mutex_t *lock)
+{
+    db->writer_lock = lock;
+}
+
+const apr_dbd_driver_t *bank_db_driver(const bank_db_t *db)
+{
+    return db->driver;
+}
+
+apr_dbd_t *bank_db_handle(const bank_db_t *db)
+{
+    return db->handle;
+}
+
+apr_pool_t *bank_db_pool(const bank_db_t *db)
+{
+    return db->pool;
+}
+
+int bank_dbd_is_pgsql(const apr_dbd_driver_t *driver)
 {
     return strcmp(apr_dbd_name(driver), "pgsql") == 0;
+}
+
+int bank_db_is_pgsql(const bank_db_t *db)
+{
+    return bank_dbd_is_pgsql(db->driver);
+}
+
+const char *bank_db_error(const bank_db_t *db)
+{
+    return db->error;
+}
+
+int bank_db_conn_lost(const bank_db_t *db)
+{
+    return db->conn_lost;
+}
+
+int bank_db_in_txn(const bank_db_t *db)
+{
+    return db->in_txn;
 }
 
 const char *bank_db_error_line(apr_pool_t *p, const char *msg)
@@ -174,17 +170,24 @@ const char *bank_db_error_line(apr_pool_t *p, const char *msg)
     return msg ? apr_pstrndup(p, msg, strcspn(msg, "\r\n")) : "unknown database error";
 }
 
-static bank_db_rc classify(bank_db_t *db, int rv)
+bank_db_rc bank_db_fail(bank_db_t *db, const char *why)
 {
-    db->error = bank_db_error_line(db->pool, apr_dbd_error(db->driver, db->handle, rv));
+    db->error = why;
     if (db->in_txn) {
         db->txn_failed = 1;
     }
+    return BANK_DB_ERROR;
+}
+
+/* ---- statements ---- */
+
+static bank_db_rc classify(bank_db_t *db, int rv)
+{
+    bank_db_fail(db, bank_db_error_line(db->pool, apr_dbd_error(db->driver, db->handle, rv)));
     /* SQLITE_BUSY (5) / SQLITE_LOCKED (6) after the driver's own retries and busy_timeout;
      * PostgreSQL reports lock and statement time-outs in the message text. */
-    if ((strcmp(apr_dbd_name(db->driver), "sqlite3") == 0 && (rv == 5 || rv == 6)) ||
-        strstr(db->error, "locked") || strstr(db->error, "timeout") ||
-        strstr(db->error, "canceling statement")) {
+    if ((!bank_db_is_pgsql(db) && (rv == 5 || rv == 6)) || strstr(db->error, "locked") ||
+        strstr(db->error, "timeout") || strstr(db->error, "canceling statement")) {
         return BANK_DB_BUSY;
     }
     return BANK_DB_ERROR;
@@ -201,7 +204,7 @@ static int retry(bank_db_t *db, bank_db_rc rc, int read_only)
     if (rc != BANK_DB_ERROR || db->in_txn || !db->recover) {
         return 0;
     }
-    st = db->recover(db);
+    st = bank_db_recover(db);
     return st == BANK_CONN_FRESH || (st == BANK_CONN_RESTORED && read_only);
 }
 
@@ -241,89 +244,140 @@ static void release(bank_db_t *db)
 }
 
 /* Whether the statement under label only reads (its text starts with SELECT). */
-static int is_select(const bank_db_t *db, const char *label)
+static int is_select(const char *label)
 {
-    const bank_stmt_t *st;
-
-    for (st = bank_statements; st->label; st++) {
-        if (strcmp(st->label, label) == 0) {
-            return strncasecmp(bank_stmt_sql(st, apr_dbd_name(db->driver)), "SELECT ", 7) == 0;
-        }
-    }
-    return 0;
+    const bank_stmt_t *st = bank_stmt_find(label);
+    return st && strncasecmp(st->sql, "SELECT ", 7) == 0;
 }
 
-/* Reads every row, until -1, so no result is left pending on a pooled connection. */
-static void read_rows(bank_db_t *db, apr_dbd_results_t *res, bank_rows_t *out)
+/* The text of column i of a row, NULL for SQL NULL: apr_dbd_datum_get reports NULL as
+ * APR_ENOENT on both drivers (apr_dbd_get_entry gives "" on PostgreSQL). */
+static const char *column(bank_db_t *db, apr_dbd_row_t *row, int i)
 {
-    apr_dbd_row_t *row = NULL;
-    apr_array_header_t *rows = apr_array_make(db->pool, 8, sizeof(const char **));
+    const char *v = NULL;
+
+    if (apr_dbd_datum_get(db->driver, row, i, APR_DBD_TYPE_STRING, &v) == APR_SUCCESS && v) {
+        return apr_pstrdup(db->pool, v);
+    }
+    return NULL;
+}
+
+int bank_db_bool(const char *v)
+{
+    return v && (!strcmp(v, "1") || !strcasecmp(v, "t") || !strcasecmp(v, "true"));
+}
+
+static void decode(bank_db_t *db, apr_dbd_row_t *row, const bank_col_t *cols, void *out)
+{
     int i;
 
-    out->ncols = apr_dbd_num_cols(db->driver, res);
-    while (apr_dbd_get_row(db->driver, db->pool, res, &row, -1) == 0) {
-        const char **cols = apr_pcalloc(db->pool, sizeof(char *) * (out->ncols + 1));
-        for (i = 0; i < out->ncols; i++) {
-            const char *v = NULL;
-            /* apr_dbd_datum_get reports SQL NULL as APR_ENOENT on both drivers. */
-            if (apr_dbd_datum_get(db->driver, row, i, APR_DBD_TYPE_STRING, &v) == APR_SUCCESS &&
-                v) {
-                cols[i] = apr_pstrdup(db->pool, v);
-            }
+    for (i = 0; cols[i].type != BANK_COL_END; i++) {
+        const char *v = column(db, row, i);
+        char *at = (char *)out + cols[i].offset;
+        switch (cols[i].type) {
+        case BANK_COL_TEXT:
+            *(const char **)at = v;
+            break;
+        case BANK_COL_BOOL:
+            *(int *)at = bank_db_bool(v);
+            break;
+        default:
+            *(apr_int64_t *)at = v ? apr_atoi64(v) : 0;
+            break;
         }
-        *(const char ***)apr_array_push(rows) = cols;
     }
-    out->nrows = rows->nelts;
-    out->rows = (const char ***)rows->elts;
 }
 
-int bank_db_select_sql(bank_db_t *db, const char *sql, bank_rows_t *out)
+static int count_cols(const bank_col_t *cols)
 {
-    apr_dbd_results_t *res = NULL;
-    /* random=1: the pgsql driver reports SQL errors only in that mode. */
-    int rv = apr_dbd_select(db->driver, db->pool, db->handle, &res, sql, 1);
-
-    memset(out, 0, sizeof(*out));
-    if (rv == 0) {
-        read_rows(db, res, out);
+    int n = 0;
+    while (cols[n].type != BANK_COL_END) {
+        n++;
     }
-    return rv;
+    return n;
 }
 
-static bank_db_rc run_select(bank_db_t *db, const char *label, bank_rows_t *out, int nargs,
-                             const char *const *args)
+/* Reads every row, until -1, so no result is left pending on a pooled connection; each
+ * decoded by cols into a struct of size bytes (or, with cols NULL, the first column's text
+ * of the first row into *first). */
+static bank_db_rc read_rows(bank_db_t *db, const char *label, apr_dbd_results_t *res,
+                            const bank_col_t *cols, apr_size_t size, apr_array_header_t *rows,
+                            const char **first)
+{
+    apr_dbd_row_t *row = NULL;
+    int ncols = apr_dbd_num_cols(db->driver, res), bad = cols && ncols != count_cols(cols);
+
+    while (apr_dbd_get_row(db->driver, db->pool, res, &row, -1) == 0) {
+        if (bad) {
+            continue;
+        }
+        if (!cols) {
+            if (first && !*first) {
+                *first = ncols > 0 ? column(db, row, 0) : NULL;
+            }
+            continue;
+        }
+        decode(db, row, cols, memset(apr_array_push(rows), 0, size));
+    }
+    if (bad) {
+        return bank_db_fail(db,
+                            apr_psprintf(db->pool, "%s returns %d columns, its descriptor names %d",
+                                         label, ncols, count_cols(cols)));
+    }
+    return BANK_DB_OK;
+}
+
+static bank_db_rc run_select(bank_db_t *db, const char *label, int nargs, const char *const *args,
+                             apr_dbd_results_t **res)
 {
     apr_dbd_prepared_t *st = lookup(db, label);
-    apr_dbd_results_t *res = NULL;
     int rv;
 
-    memset(out, 0, sizeof(*out));
     if (!st) {
         return BANK_DB_NO_STMT;
     }
     /* random=1: the pgsql driver reports SQL errors only in that mode. */
-    rv = apr_dbd_pselect(db->driver, db->pool, db->handle, &res, st, 1, nargs, (const char **)args);
-    if (rv != 0 && retry(db, classify(db, rv), is_select(db, label))) {
-        res = NULL;
-        rv = apr_dbd_pselect(db->driver, db->pool, db->handle, &res, st, 1, nargs,
+    rv = apr_dbd_pselect(db->driver, db->pool, db->handle, res, st, 1, nargs, (const char **)args);
+    if (rv != 0 && retry(db, classify(db, rv), is_select(label))) {
+        *res = NULL;
+        rv = apr_dbd_pselect(db->driver, db->pool, db->handle, res, st, 1, nargs,
                              (const char **)args);
     }
-    if (rv != 0) {
-        return classify(db, rv);
-    }
-    read_rows(db, res, out);
-    return BANK_DB_OK;
+    return rv == 0 ? BANK_DB_OK : classify(db, rv);
 }
 
-bank_db_rc bank_db_select(bank_db_t *db, const char *label, bank_rows_t *out, int nargs,
-                          const char *const *args)
+bank_db_rc bank_db_rows(bank_db_t *db, const char *label, int nargs, const char *const *args,
+                        const bank_col_t *cols, apr_size_t size, apr_array_header_t **out)
 {
+    apr_dbd_results_t *res = NULL;
     int mine = hold(db); /* no-op inside a transaction, which holds it already */
-    bank_db_rc rc = run_select(db, label, out, nargs, args);
+    bank_db_rc rc = run_select(db, label, nargs, args, &res);
+
+    *out = apr_array_make(db->pool, 8, (int)size);
+    if (rc == BANK_DB_OK) {
+        rc = read_rows(db, label, res, cols, size, *out, NULL);
+    }
     if (mine) {
         release(db);
     }
     return rc;
+}
+
+bank_db_rc bank_db_row(bank_db_t *db, const char *label, int nargs, const char *const *args,
+                       const bank_col_t *cols, void *out, apr_size_t size)
+{
+    apr_array_header_t *rows;
+    bank_db_rc rc = bank_db_rows(db, label, nargs, args, cols, size, &rows);
+
+    memset(out, 0, size);
+    if (rc != BANK_DB_OK) {
+        return rc;
+    }
+    if (rows->nelts == 0) {
+        return BANK_DB_NOT_FOUND;
+    }
+    memcpy(out, rows->elts, size);
+    return BANK_DB_OK;
 }
 
 bank_db_rc bank_db_exec(bank_db_t *db, const char *label, int *affected, int nargs,
@@ -349,6 +403,35 @@ bank_db_rc bank_db_exec(bank_db_t *db, const char *label, int *affected, int nar
     return rv == 0 ? BANK_DB_OK : classify(db, rv);
 }
 
+/* ---- bookkeeping SQL ---- */
+
+int bank_db_query(bank_db_t *db, const char *sql)
+{
+    int n = 0, rv = apr_dbd_query(db->driver, db->handle, &n, sql);
+
+    if (rv != 0) {
+        db->error = bank_db_error_line(db->pool, apr_dbd_error(db->driver, db->handle, rv));
+    }
+    return rv;
+}
+
+int bank_db_query_value(bank_db_t *db, const char *sql, const char **value)
+{
+    apr_dbd_results_t *res = NULL;
+    /* random=1: the pgsql driver reports SQL errors only in that mode. */
+    int rv = apr_dbd_select(db->driver, db->pool, db->handle, &res, sql, 1);
+
+    *value = NULL;
+    if (rv != 0) {
+        db->error = bank_db_error_line(db->pool, apr_dbd_error(db->driver, db->handle, rv));
+        return rv;
+    }
+    read_rows(db, sql, res, NULL, 0, NULL, value);
+    return 0;
+}
+
+/* ---- transactions ---- */
+
 /* A transaction still open when its pool goes away (an early return between begin and
  * end) is rolled back, so the pooled connection never goes back to mod_dbd inside one.
  * Registered after mod_dbd's release cleanup, so it runs before it. */
@@ -369,10 +452,10 @@ static apr_status_t rollback_open_txn(void *data)
  * statement would fail). */
 static bank_db_rc pg_begin(bank_db_t *db, int *fresh)
 {
-    bank_rows_t rows;
+    const char *count = NULL;
     bank_db_rc rc;
     int n = 0,
-        rv = bank_db_select_sql(db, "BEGIN; SELECT count(*) FROM pg_prepared_statements", &rows);
+        rv = bank_db_query_value(db, "BEGIN; SELECT count(*) FROM pg_prepared_statements", &count);
 
     if (rv != 0) {
         rc = classify(db, rv);
@@ -380,7 +463,7 @@ static bank_db_rc pg_begin(bank_db_t *db, int *fresh)
         apr_dbd_query(db->driver, db->handle, &n, "ROLLBACK");
         return rc;
     }
-    *fresh = rows.nrows == 1 && rows.rows[0][0] && strcmp(rows.rows[0][0], "0") == 0;
+    *fresh = count && strcmp(count, "0") == 0;
     return BANK_DB_OK;
 }
 
@@ -390,44 +473,56 @@ static int pg_end(bank_db_t *db, const char *sql)
     return apr_dbd_query(db->driver, db->handle, &n, sql);
 }
 
+/* The sqlite3 driver's BEGIN, under the writer lock until bank_db_end. */
+static bank_db_rc sqlite_begin(bank_db_t *db)
+{
+    bank_db_rc rc;
+    int rv;
+
+    hold(db);
+    if ((rv = apr_dbd_transaction_start(db->driver, db->pool, db->handle, &db->txn)) == 0) {
+        return BANK_DB_OK;
+    }
+    rc = classify(db, rv);
+    /* the driver keeps a failed BEGIN's transaction on the handle: end it, or every later
+     * statement on this pooled connection would report the same error */
+    if (db->txn) {
+        apr_dbd_transaction_mode_set(db->driver, db->txn, APR_DBD_TRANSACTION_ROLLBACK);
+        apr_dbd_transaction_end(db->driver, db->pool, db->txn);
+        db->txn = NULL;
+    }
+    release(db);
+    return rc;
+}
+
 bank_db_rc bank_db_begin(bank_db_t *db)
 {
     bank_db_rc rc;
-    int rv, fresh = 0;
+    int fresh = 0;
 
     db->txn = NULL; /* the driver allocates it; a stale pointer would be reused */
     db->txn_failed = 0;
     db->in_txn = 0;
-    if (!bank_db_is_pgsql(db->driver)) {
-        hold(db); /* until bank_db_end */
-        if ((rv = apr_dbd_transaction_start(db->driver, db->pool, db->handle, &db->txn)) != 0) {
-            rc = classify(db, rv);
-            /* the driver keeps a failed BEGIN's transaction on the handle: end it, or every
-             * later statement on this pooled connection would report the same error */
-            if (db->txn) {
-                apr_dbd_transaction_mode_set(db->driver, db->txn, APR_DBD_TRANSACTION_ROLLBACK);
-                apr_dbd_transaction_end(db->driver, db->pool, db->txn);
-                db->txn = NULL;
-            }
-            release(db);
-            return rc;
-        }
+    if (!bank_db_is_pgsql(db)) {
+        rc = sqlite_begin(db);
     } else {
         rc = pg_begin(db, &fresh);
         if (retry(db, rc, 1)) {
             rc = pg_begin(db, &fresh);
         } else if (rc == BANK_DB_OK && fresh && db->recover) {
             pg_end(db, "ROLLBACK");
-            db->recover(db);
+            bank_db_recover(db);
             rc = pg_begin(db, &fresh);
         }
-        if (rc != BANK_DB_OK) {
-            return rc;
-        }
+    }
+    if (rc != BANK_DB_OK) {
+        return rc;
     }
     db->in_txn = 1;
     if (!db->txn_cleanup) {
-        apr_pool_cleanup_register(db->pool, db, rollback_open_txn, apr_pool_cleanup_null);
+        /* A pre-cleanup: with DBDPersist Off the connection lives in a subpool of r->pool,
+         * destroyed before r->pool's own cleanups run. */
+        apr_pool_pre_cleanup_register(db->pool, db, rollback_open_txn);
         db->txn_cleanup = 1;
     }
     return BANK_DB_OK;
@@ -440,7 +535,7 @@ bank_db_rc bank_db_end(bank_db_t *db, int commit)
     if (!db->in_txn) {
         return BANK_DB_ERROR;
     }
-    if (bank_db_is_pgsql(db->driver)) {
+    if (bank_db_is_pgsql(db)) {
         rv = pg_end(db, commit && !failed ? "COMMIT" : "ROLLBACK");
     } else {
         if (!commit || failed) {
@@ -458,15 +553,20 @@ bank_db_rc bank_db_end(bank_db_t *db, int commit)
     return failed && commit ? BANK_DB_ERROR : BANK_DB_OK;
 }
 
-const char *bank_rows_get(const bank_rows_t *r, int row, int col)
+bank_db_rc bank_db_transaction(bank_db_t *db, bank_db_txn_fn fn, void *baton)
 {
-    if (!r || row < 0 || row >= r->nrows || col < 0 || col >= r->ncols) {
-        return NULL;
-    }
-    return r->rows[row][col];
-}
+    bank_db_rc rc = bank_db_begin(db);
+    const char *err;
 
-int bank_db_bool(const char *v)
-{
-    return v && (!strcmp(v, "1") || !strcasecmp(v, "t") || !strcasecmp(v, "true"));
+    if (rc != BANK_DB_OK) {
+        return rc;
+    }
+    rc = fn(db, baton);
+    if (rc == BANK_DB_OK) {
+        return bank_db_end(db, 1);
+    }
+    err = db->error;
+    bank_db_end(db, 0);
+    db->error = err; /* the cause, not the rollback's echo of it */
+    return rc == BANK_DB_ROLLBACK ? BANK_DB_OK : rc;
 }

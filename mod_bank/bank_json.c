@@ -204,3 +204,26 @@ json_object *bank_json_time(apr_pool_t *p, const char *db_text)
 {
     return bank_json_str(bank_time_api(p, db_text));
 }
+
+void bank_json_add_fields(apr_pool_t *p, json_object *o, const void *src,
+                          const bank_json_field_t *fields, apr_size_t n)
+{
+    apr_size_t i;
+
+    for (i = 0; i < n; i++) {
+        const char *at = (const char *)src + fields[i].offset;
+        json_object *v;
+        switch (fields[i].kind) {
+        case BANK_JSON_BOOL:
+            v = json_object_new_boolean(*(const int *)at);
+            break;
+        case BANK_JSON_TIME:
+            v = bank_json_time(p, *(const char *const *)at);
+            break;
+        default:
+            v = bank_json_str(*(const char *const *)at);
+            break;
+        }
+        json_object_object_add(o, fields[i].name, v);
+    }
+}

@@ -1,4 +1,4 @@
-/* Payment notices: the interface 2.6 payload checked field by field into what is stored,
+/* Payment notices: the payload of docs/api.md checked field by field into what is stored,
  * and the partner's HMAC signature of the raw body. */
 #include <stddef.h>
 #include <string.h>

@@ -1,4 +1,4 @@
-/* NUBAN check digits (CBN 2020 revision, CONTRACT C7). */
+/* NUBAN check digits (CBN 2020 revision, docs/api.md). */
 #include <string.h>
 
 #include <apr_strings.h>

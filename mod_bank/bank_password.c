@@ -1,4 +1,4 @@
-/* Password hashes (CONTRACT C5): scrypt PHC as AdonisJS writes it, and bcrypt in both its
+/* Password hashes (docs/api.md): scrypt PHC as AdonisJS writes it, and bcrypt in both its
  * modular-crypt ($2a$/$2b$/$2y$) and AdonisJS PHC ($bcrypt$v=98$r=10$...) forms. */
 #include <string.h>
 

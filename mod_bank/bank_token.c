@@ -1,10 +1,11 @@
-/* AdonisJS v6 opaque access tokens (CONTRACT C5): oat_<b64url(id)>.<b64url(secret)>. */
+/* AdonisJS v6 opaque access tokens (docs/api.md): oat_<b64url(id)>.<b64url(secret)>. */
 #include <string.h>
 
 #include <apr_strings.h>
 #include <apr_lib.h>
 
 #include "bank_json.h"
+#include "bank_limits.h"
 #include "bank_token.h"
 #include "bank_digest.h"
 #include "bank_encoding.h"
@@ -133,4 +134,17 @@ int bank_abilities_allow(apr_pool_t *p, const char *abilities_json, const char *
         }
     }
     return allow;
+}
+
+int bank_ability_known(const char *name)
+{
+    static const char *const known[] = {BANK_ABILITY_BANKS, BANK_ABILITY_BVN, BANK_ABILITY_ALL};
+    apr_size_t i;
+
+    for (i = 0; name && i < sizeof(known) / sizeof(known[0]); i++) {
+        if (strcmp(name, known[i]) == 0) {
+            return 1;
+        }
+    }
+    return 0;
 }

@@ -1,4 +1,4 @@
-/* Customer bearer tokens (CONTRACT C5): decode, look up by id, compare the SHA-256 of the
+/* Customer bearer tokens (docs/api.md): decode, look up by id, compare the SHA-256 of the
  * secret in constant time, refuse expired ones, check the endpoint's ability. */
 #include <string.h>
 #include <apr_strings.h>
@@ -8,6 +8,7 @@
 #include "mod_bank_auth.h"
 #include "mod_bank_http.h"
 #include "mod_bank_db.h"
+#include "bank_store.h"
 #include "bank_token.h"
 #include "bank_time.h"
 
@@ -53,25 +54,21 @@ static int unauthorized(request_rec *r, const char *why)
 static void touch(request_rec *r, bank_db_t *db, const char *id, const char *last_used)
 {
     apr_time_t now = apr_time_now(), last;
-    const char *args[2];
 
     if (last_used && bank_time_parse(last_used, &last) == 0 && now - last < BANK_TOUCH_INTERVAL) {
         return;
     }
-    args[0] = bank_time_iso(r->pool, now);
-    args[1] = id;
     /* Best effort: a failed write must not fail an authorised request. */
-    if (bank_db_exec(db, "bank_token_touch", NULL, 2, args) != BANK_DB_OK) {
+    if (bank_store_token_touch(db, id, bank_time_iso(r->pool, now)) != BANK_DB_OK) {
         ap_log_rerror(APLOG_MARK, APLOG_WARNING, 0, r,
-                      BANKLOGNO(0302) "could not record token use: %s", db->error);
+                      BANKLOGNO(0302) "could not record token use: %s", bank_db_error(db));
     }
 }
 
 int bank_authenticate(request_rec *r, bank_db_t *db, const char *ability, bank_principal_t **out)
 {
-    const char *plain = bank_bearer(r), *id, *secret, *expires;
-    const char *args[1];
-    bank_rows_t rows;
+    const char *plain = bank_bearer(r), *id, *secret;
+    bank_token_row_t row;
     bank_db_rc rc;
     apr_time_t exp;
     bank_principal_t *pr;
@@ -82,26 +79,24 @@ int bank_authenticate(request_rec *r, bank_db_t *db, const char *ability, bank_p
     if (bank_token_decode(r->pool, plain, &id, &secret) != 0) {
         return unauthorized(r, "malformed token");
     }
-    args[0] = id;
-    if ((rc = bank_db_select(db, "bank_token_find", &rows, 1, args)) != BANK_DB_OK) {
+    rc = bank_store_token_find(db, id, &row);
+    if (rc != BANK_DB_OK && rc != BANK_DB_NOT_FOUND) {
         return bank_error_db(r, db, rc, "token lookup");
     }
-    if (rows.nrows != 1 || !bank_token_verify(r->pool, secret, bank_rows_get(&rows, 0, 1))) {
+    if (rc == BANK_DB_NOT_FOUND || !bank_token_verify(r->pool, secret, row.hash)) {
         return unauthorized(r, "unknown or revoked token");
     }
-    expires = bank_rows_get(&rows, 0, 3);
-    if (expires && (bank_time_parse(expires, &exp) != 0 || exp <= apr_time_now())) {
+    if (row.expires_at && (bank_time_parse(row.expires_at, &exp) != 0 || exp <= apr_time_now())) {
         return unauthorized(r, "expired token");
     }
     pr = apr_pcalloc(r->pool, sizeof(*pr));
-    pr->token_id = id;
-    pr->customer_id = bank_rows_get(&rows, 0, 0);
-    pr->abilities = bank_rows_get(&rows, 0, 2);
+    pr->customer_id = row.customer_id;
+    pr->abilities = row.abilities;
     if (ability &&
         !bank_abilities_allow(r->pool, pr->abilities ? pr->abilities : "[\"*\"]", ability)) {
         return bank_error(r, BANK_E_FORBIDDEN, NULL, NULL);
     }
-    touch(r, db, id, bank_rows_get(&rows, 0, 4));
+    touch(r, db, id, row.last_used_at);
     /* Authenticated requests are logged with the customer, never with the token. */
     r->user = apr_pstrdup(r->pool, pr->customer_id);
     r->ap_auth_type = "Bearer";

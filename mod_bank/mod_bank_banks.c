@@ -1,4 +1,4 @@
-/* GET/HEAD /misc/payment_banks (CONTRACT C8): active banks by name, a strong ETag, 304, and
+/* GET/HEAD /misc/payment_banks (docs/api.md): active banks by name, a strong ETag, 304, and
  * an in-process cache shared by the threads of a child, expiring per BankBanksMaxAge. */
 #include <stdlib.h>
 #include <string.h>
@@ -13,6 +13,8 @@
 #include "mod_bank_http.h"
 #include "mod_bank_auth.h"
 #include "bank_json.h"
+#include "bank_limits.h"
+#include "bank_store.h"
 #include "bank_digest.h"
 
 APLOG_USE_MODULE(bank);
@@ -58,8 +60,8 @@ static int by_name(const void *a, const void *b)
 /* Reads the active banks and renders the whole answer. */
 static int render(request_rec *r, bank_db_t *db, const char **text, const char **etag)
 {
-    bank_rows_t rows;
-    bank_db_rc rc = bank_db_select(db, "bank_banks_active", &rows, 0, NULL);
+    apr_array_header_t *banks;
+    bank_db_rc rc = bank_store_banks_active(db, &banks);
     json_object *doc, *body, *list;
     bank_entry *entries;
     int i;
@@ -67,23 +69,23 @@ static int render(request_rec *r, bank_db_t *db, const char **text, const char *
     if (rc != BANK_DB_OK) {
         return bank_error_db(r, db, rc, "bank list");
     }
-    entries = apr_pcalloc(r->pool, sizeof(*entries) * (rows.nrows + 1));
-    for (i = 0; i < rows.nrows; i++) {
+    entries = apr_pcalloc(r->pool, sizeof(*entries) * (banks->nelts + 1));
+    for (i = 0; i < banks->nelts; i++) {
+        const bank_bank_t *b = &APR_ARRAY_IDX(banks, i, bank_bank_t);
         json_object *o = json_object_new_object();
-        const char *const *row = rows.rows[i];
-        json_object_object_add(o, "id", json_object_new_int64(apr_atoi64(row[0] ? row[0] : "0")));
-        json_object_object_add(o, "name", bank_json_str(row[1]));
-        json_object_object_add(o, "slug", bank_json_str(row[2]));
-        json_object_object_add(o, "code", bank_json_str(row[3]));
-        json_object_object_add(o, "active", json_object_new_int(atoi(row[4] ? row[4] : "0")));
-        entries[i].name = row[1] ? row[1] : "";
+        json_object_object_add(o, "id", json_object_new_int64(b->id));
+        json_object_object_add(o, "name", bank_json_str(b->name));
+        json_object_object_add(o, "slug", bank_json_str(b->slug));
+        json_object_object_add(o, "code", bank_json_str(b->code));
+        json_object_object_add(o, "active", json_object_new_int((int)b->active));
+        entries[i].name = b->name ? b->name : "";
         entries[i].o = o;
     }
-    qsort(entries, rows.nrows, sizeof(*entries), by_name);
+    qsort(entries, banks->nelts, sizeof(*entries), by_name);
     doc = bank_json_own(r->pool, json_object_new_object());
     body = json_object_new_object();
     list = json_object_new_array();
-    for (i = 0; i < rows.nrows; i++) {
+    for (i = 0; i < banks->nelts; i++) {
         json_object_array_add(list, entries[i].o);
     }
     json_object_object_add(body, "banks", list);
@@ -150,7 +152,7 @@ int bank_banks_handler(request_rec *r)
     bank_db_t *db;
     int rc;
 
-    if ((rc = bank_customer_request(r, AP_METHOD_BIT << M_GET, "GET, HEAD", "banks:read", &db,
+    if ((rc = bank_customer_request(r, AP_METHOD_BIT << M_GET, "GET, HEAD", BANK_ABILITY_BANKS, &db,
                                     &who)) != OK) {
         return rc;
     }
@@ -172,7 +174,7 @@ int bank_banks_handler(request_rec *r)
         return OK;
     }
     if (rc == HTTP_PRECONDITION_FAILED) {
-        /* If-Match (or If-Unmodified-Since) does not hold: in the CONTRACT C3 shape */
+        /* If-Match (or If-Unmodified-Since) does not hold: in the error shape of docs/api.md */
         return bank_error(r, BANK_E_PRECONDITION_FAILED, NULL, NULL);
     }
     if (rc != OK) {

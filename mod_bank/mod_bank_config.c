@@ -1,5 +1,5 @@
-/* Configuration directives (CONTRACT C4): parsed by one family of validators, so every bad
- * value stops httpd with a message naming the directive; defaults live in one struct. */
+/* Configuration directives (docs/configuration.md): parsed by one family of validators, so every
+ * bad value stops httpd with a message naming the directive; defaults live in one struct. */
 #include <errno.h>
 #include <string.h>
 #include <apr_strings.h>
@@ -8,6 +8,7 @@
 #include <http_request.h>
 #include "mod_bank.h"
 #include "mod_bank_config.h"
+#include "bank_limits.h"
 #include "bank_nuban.h"
 
 APLOG_USE_MODULE(bank);
@@ -22,7 +23,7 @@ static const struct {
     const char *account_bank;
     const char *account_bank_code;
     const char *partner;
-} defaults = {86400, 5, 60, 65536, 300, "mod_bank Demo Bank", "999", "partner"};
+} defaults = {BANK_TOKEN_TTL_DEFAULT, 5, 60, 65536, 300, "mod_bank Demo Bank", "999", "partner"};
 
 void *bank_create_dir_conf(apr_pool_t *p, char *dir)
 {
@@ -211,7 +212,8 @@ static const char *set_webhook_secret(cmd_parms *cmd, void *cfg, const char *arg
 
 static const char *set_token_lifetime(cmd_parms *cmd, void *cfg, const char *arg)
 {
-    return parse_int(cmd, arg, 60, 31536000, &((bank_dir_conf *)cfg)->token_lifetime);
+    return parse_int(cmd, arg, BANK_TOKEN_TTL_MIN, BANK_TOKEN_TTL_MAX,
+                     &((bank_dir_conf *)cfg)->token_lifetime);
 }
 
 static const char *set_max_body(cmd_parms *cmd, void *cfg, const char *arg)

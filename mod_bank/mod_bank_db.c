@@ -9,6 +9,7 @@
 #include <http_request.h>
 #include "mod_bank.h"
 #include "mod_bank_db.h"
+#include "bank_sql.h"
 #include <mod_dbd.h>
 
 APLOG_USE_MODULE(bank);
@@ -65,6 +66,7 @@ int bank_db_post_config(apr_pool_t *pconf, apr_pool_t *plog, apr_pool_t *ptemp, 
     const char *main_driver = find_driver(ap_conftree, NULL);
     server_rec *sp;
     const bank_stmt_t *st;
+    int i;
     (void)plog;
     (void)ptemp;
 
@@ -94,8 +96,9 @@ int bank_db_post_config(apr_pool_t *pconf, apr_pool_t *plog, apr_pool_t *ptemp, 
         if (driver[0] == '"' && strlen(driver) >= 2) {
             driver = apr_pstrndup(pconf, driver + 1, strlen(driver) - 2);
         }
-        for (st = bank_statements; st->label; st++) {
-            dbd_prepare(sp, bank_stmt_sql(st, driver), st->label);
+        for (i = 0; (st = bank_stmt_at(i)) != NULL; i++) {
+            dbd_prepare(sp, bank_stmt_expand(pconf, st->sql, strcmp(driver, "pgsql") == 0),
+                        st->label);
         }
     }
     return OK;
@@ -110,9 +113,8 @@ int bank_db_post_config(apr_pool_t *pconf, apr_pool_t *plog, apr_pool_t *ptemp, 
  * failed statement restores a session it finds empty, the way mod_dbd built it. */
 #define BANK_DBD_CFG_KEY "mod_bank:dbd_cfg"
 
-/* A request's connection: bank_db_t first, so recover can find the rest. */
+/* What recover needs beside the handle: the request (for its log) and mod_dbd's record. */
 typedef struct {
-    bank_db_t db;
     request_rec *r;
     ap_dbd_t *dbd;
 } bank_dbd_conn;
@@ -130,7 +132,7 @@ static apr_status_t bank_db_post_connect(apr_pool_t *pool, dbd_cfg_t *cfg, ap_db
     int n = 0;
 
     apr_pool_userdata_setn(cfg, BANK_DBD_CFG_KEY, NULL, rec->pool);
-    if (bank_db_is_pgsql(rec->driver) &&
+    if (bank_dbd_is_pgsql(rec->driver) &&
         apr_dbd_query(rec->driver, rec->handle, &n, BANK_PG_SESSION_SQL) != 0) {
         ap_log_error(APLOG_MARK, APLOG_ERR, 0, cfg->server,
                      BANKLOGNO(0801) "cannot set up the database session: %s",
@@ -147,13 +149,11 @@ void bank_db_register_hooks(void)
 /* Prepared statements in the session: -1 if it cannot be asked (connection lost). */
 static int pg_statement_count(bank_db_t *db)
 {
-    bank_rows_t rows;
-    const char *v;
+    const char *v = NULL;
 
-    if (bank_db_select_sql(db, "SELECT count(*) FROM pg_prepared_statements", &rows) != 0) {
+    if (bank_db_query_value(db, "SELECT count(*) FROM pg_prepared_statements", &v) != 0) {
         return -1;
     }
-    v = bank_rows_get(&rows, 0, 0);
     return v ? atoi(v) : -1;
 }
 
@@ -165,7 +165,8 @@ static int pg_restore(request_rec *r, bank_db_t *db, ap_dbd_t *dbd)
 {
     dbd_cfg_t *cfg = NULL;
     apr_hash_index_t *hi;
-    int i, n = 0, count = 0;
+    apr_pool_t *p = bank_db_pool(db);
+    int i, count = 0;
 
     apr_pool_userdata_get((void **)&cfg, BANK_DBD_CFG_KEY, dbd->pool);
     if (!cfg) {
@@ -176,19 +177,19 @@ static int pg_restore(request_rec *r, bank_db_t *db, ap_dbd_t *dbd)
     }
     for (i = 0; i < cfg->init_queries->nelts; i++) {
         const char *q = APR_ARRAY_IDX(cfg->init_queries, i, const char *);
-        if (apr_dbd_query(db->driver, db->handle, &n, q) != 0) {
+        if (bank_db_query(db, q) != 0) {
             ap_log_rerror(APLOG_MARK, APLOG_WARNING, 0, r,
                           BANKLOGNO(0803) "DBDInitSQL failed on the re-opened connection: %s",
-                          last_error(db->pool, db->driver, db->handle));
+                          bank_db_error(db));
         }
     }
-    if (apr_dbd_query(db->driver, db->handle, &n, BANK_PG_SESSION_SQL) != 0) {
+    if (bank_db_query(db, BANK_PG_SESSION_SQL) != 0) {
         ap_log_rerror(APLOG_MARK, APLOG_WARNING, 0, r,
                       BANKLOGNO(0804) "cannot set up the re-opened database session: %s",
-                      last_error(db->pool, db->driver, db->handle));
+                      bank_db_error(db));
     }
     /* A private iterator: the configuration is shared by every thread. */
-    for (hi = apr_hash_first(db->pool, cfg->queries); hi; hi = apr_hash_next(hi)) {
+    for (hi = apr_hash_first(p, cfg->queries); hi; hi = apr_hash_next(hi)) {
         const void *label;
         void *query;
         apr_dbd_prepared_t *st = NULL;
@@ -197,11 +198,12 @@ static int pg_restore(request_rec *r, bank_db_t *db, ap_dbd_t *dbd)
         if (!*(const char *)query) {
             continue;
         }
-        if (apr_dbd_prepare(db->driver, db->pool, db->handle, query, label, &st) != 0) {
+        if (apr_dbd_prepare(bank_db_driver(db), p, bank_db_handle(db), query, label, &st) != 0) {
             ap_log_rerror(APLOG_MARK, APLOG_ERR, 0, r,
                           BANKLOGNO(0805) "cannot prepare %s again on the re-opened database "
                                           "connection: %s",
-                          (const char *)label, last_error(db->pool, db->driver, db->handle));
+                          (const char *)label,
+                          last_error(p, bank_db_driver(db), bank_db_handle(db)));
             return -1;
         }
         count++;
@@ -213,29 +215,28 @@ static int pg_restore(request_rec *r, bank_db_t *db, ap_dbd_t *dbd)
     return 0;
 }
 
-/* bank_db_t.recover for mod_dbd connections (see bank_sql.h). */
-static bank_conn_state recover(bank_db_t *db)
+/* The recover function of mod_dbd connections (see bank_db_set_recover). */
+static bank_conn_state recover(bank_db_t *db, void *baton)
 {
-    bank_dbd_conn *c = (bank_dbd_conn *)db;
+    bank_dbd_conn *c = baton;
     bank_conn_state st = BANK_CONN_FRESH;
     int n;
 
-    if (!bank_db_is_pgsql(db->driver)) {
+    if (!bank_db_is_pgsql(db)) {
         /* SQLite has no session to lose; a handle that fails the check is unusable. */
-        if (apr_dbd_check_conn(db->driver, db->pool, db->handle) == APR_SUCCESS) {
-            return BANK_CONN_INTACT;
-        }
-        db->conn_lost = 1;
-        return BANK_CONN_DOWN;
+        return apr_dbd_check_conn(bank_db_driver(db), bank_db_pool(db), bank_db_handle(db)) ==
+                       APR_SUCCESS
+                   ? BANK_CONN_INTACT
+                   : BANK_CONN_DOWN;
     }
     if ((n = pg_statement_count(db)) > 0) {
         return BANK_CONN_INTACT;
     }
     if (n < 0) {
         /* Lost: PQreset re-opens it, if the server is back. */
-        if (apr_dbd_check_conn(db->driver, db->pool, db->handle) != APR_SUCCESS ||
+        if (apr_dbd_check_conn(bank_db_driver(db), bank_db_pool(db), bank_db_handle(db)) !=
+                APR_SUCCESS ||
             (n = pg_statement_count(db)) < 0) {
-            db->conn_lost = 1;
             return BANK_CONN_DOWN;
         }
         if (n > 0) {
@@ -243,20 +244,14 @@ static bank_conn_state recover(bank_db_t *db)
         }
         st = BANK_CONN_RESTORED;
     }
-    if (pg_restore(c->r, db, c->dbd) != 0) {
-        db->conn_lost = 1;
-        return BANK_CONN_DOWN;
-    }
-    if (st == BANK_CONN_RESTORED) {
-        db->conn_lost = 1;
-    }
-    return st;
+    return pg_restore(c->r, db, c->dbd) != 0 ? BANK_CONN_DOWN : st;
 }
 
 bank_db_t *bank_db(request_rec *r)
 {
     ap_dbd_t *dbd = dbd_acquire ? dbd_acquire(r) : NULL;
     bank_dbd_conn *c;
+    bank_db_t *db;
 
     if (!dbd) {
         ap_log_rerror(APLOG_MARK, APLOG_ERR, 0, r,
@@ -266,15 +261,12 @@ bank_db_t *bank_db(request_rec *r)
     c = apr_pcalloc(r->pool, sizeof(*c));
     c->r = r;
     c->dbd = dbd;
-    c->db.driver = dbd->driver;
-    c->db.handle = dbd->handle;
-    c->db.prepared = dbd->prepared;
-    c->db.pool = r->pool;
-    c->db.recover = recover;
-    if (strcmp(apr_dbd_name(dbd->driver), "sqlite3") == 0) {
-        c->db.writer_lock = sqlite_writer;
+    db = bank_db_wrap(r->pool, dbd->driver, dbd->handle, dbd->prepared);
+    bank_db_set_recover(db, recover, c);
+    if (!bank_dbd_is_pgsql(dbd->driver)) {
+        bank_db_set_writer_lock(db, sqlite_writer);
     }
-    return &c->db;
+    return db;
 }
 
 int bank_db_failed(request_rec *r, bank_db_t *db, bank_db_rc rc, const char *what)
@@ -284,16 +276,16 @@ int bank_db_failed(request_rec *r, bank_db_t *db, bank_db_rc rc, const char *wha
     if (!db) {
         return 1;
     }
-    error = db->error;
-    if (db->in_txn) {
+    error = bank_db_error(db);
+    if (bank_db_in_txn(db)) {
         bank_db_end(db, 0); /* never leave a transaction open on a pooled connection */
     }
-    ap_log_rerror(APLOG_MARK, APLOG_ERR, 0, r, BANKLOGNO(0203) "%s: %s", what,
+    ap_log_rerror(APLOG_MARK, APLOG_ERR, 0, r, BANKLOGNO(0203) "%s: %s", what ? what : "database",
                   error ? error : "failed");
     if (rc == BANK_DB_BUSY || rc == BANK_DB_NO_STMT) {
         return 1;
     }
     /* A lost connection also lands here: the client hears 503 (retry) rather than 500, and
      * recover leaves the pooled connection whole for the next request. */
-    return db->conn_lost || recover(db) != BANK_CONN_INTACT;
+    return bank_db_conn_lost(db) || bank_db_recover(db) != BANK_CONN_INTACT;
 }

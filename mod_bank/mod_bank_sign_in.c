@@ -1,7 +1,5 @@
-/* POST /auth/sign_in (CONTRACT C4, C5, C6): client key, validation, throttling per
- * (lower-cased e-mail, client IP) in the database, password verification with no timing
- * oracle, then a new access token, the device and the cleared throttle in one transaction.
- * At most ATTEMPTS answers per window say "wrong", however many requests run at once. */
+/* POST /auth/sign_in (docs/api.md): client key, validation, then the core's sign-in rule
+ * (bank_sign_in.c: throttle, verification, token) and its verdict mapped to an answer. */
 #include <string.h>
 #include <apr_strings.h>
 #include <http_protocol.h>
@@ -13,34 +11,13 @@
 #include "mod_bank_db.h"
 #include "mod_bank_auth.h"
 #include "bank_customer.h"
-#include "bank_json.h"
-#include "bank_password.h"
-#include "bank_token.h"
 #include "bank_digest.h"
-#include "bank_encoding.h"
-#include "bank_time.h"
+#include "bank_json.h"
+#include "bank_limits.h"
+#include "bank_sign_in.h"
+#include "bank_validate.h"
 
 APLOG_USE_MODULE(bank);
-
-/* Tokens issued here may do everything; narrower ones come from bankctl token issue. */
-#define SIGN_IN_ABILITIES "[\"*\"]"
-/* Expired throttle rows are pruned once they are older than this and than the window. */
-#define THROTTLE_KEEP apr_time_from_sec(86400)
-
-typedef struct {
-    request_rec *r;
-    bank_db_t *db;
-    const char *email;    /* as sent */
-    const char *email_lc; /* throttle key */
-    const char *ip;
-    const char *password;
-    const char *device;
-    int attempts;         /* BankSignInThrottle */
-    apr_int64_t window;   /* seconds */
-    apr_int64_t lifetime; /* BankTokenLifetime, seconds */
-    apr_time_t now;
-    const char *cutoff; /* now - window: rows older than this have expired */
-} sign_in_t;
 
 /* Every configured key is compared, none skipped after a match (bank_secret_in), so the
  * time taken shows neither which key matched nor a key's length. */
@@ -57,138 +34,45 @@ static int check_client_key(request_rec *r, const bank_dir_conf *conf)
     return bank_error(r, BANK_E_UNAUTHORIZED_ACCESS, "A valid client key is required.", NULL);
 }
 
-static int validate(request_rec *r, json_object *body, sign_in_t *s)
+static int validate(request_rec *r, json_object *body, bank_sign_in_t *in)
 {
     apr_array_header_t *errs = bank_errors_new(r->pool);
 
-    s->email = bank_v_string(errs, body, "email", 1, 254);
-    if (s->email && !bank_email_plausible(s->email)) {
+    in->email = bank_v_string(errs, body, "email", 1, BANK_EMAIL_MAX);
+    if (in->email && !bank_email_plausible(in->email)) {
         bank_errors_add(errs, "email", "email", "The email field must be a valid email address");
     }
-    s->password = bank_v_string(errs, body, "password", 1, 1024);
-    s->device = bank_v_string(errs, body, "deviceToken", 1, 4096);
-    if (errs->nelts > 0) {
-        return bank_error_validation(r, errs);
-    }
-    s->email_lc = bank_ascii_lower(r->pool, s->email);
-    return OK;
+    in->password = bank_v_string(errs, body, "password", 1, BANK_PASSWORD_MAX);
+    in->device = bank_v_string(errs, body, "deviceToken", 1, BANK_DEVICE_TOKEN_MAX);
+    return errs->nelts > 0 ? bank_error_validation(r, errs) : OK;
 }
 
-static void rate_headers(sign_in_t *s, int remaining)
+static void rate_headers(request_rec *r, int limit, int remaining)
 {
-    apr_table_setn(s->r->headers_out, "X-RateLimit-Limit", apr_itoa(s->r->pool, s->attempts));
-    apr_table_setn(s->r->headers_out, "X-RateLimit-Remaining",
-                   apr_itoa(s->r->pool, remaining > 0 ? remaining : 0));
+    apr_table_setn(r->headers_out, "X-RateLimit-Limit", apr_itoa(r->pool, limit));
+    apr_table_setn(r->headers_out, "X-RateLimit-Remaining",
+                   apr_itoa(r->pool, remaining > 0 ? remaining : 0));
 }
 
-/* The 429 of a client over the limit, the same whichever check found it (so it never tells
- * a right password from a wrong one). window_start: the window's start as the database
- * gives it; Retry-After is what is left of the window now, whole seconds rounded up, from
- * 1 to the window: the window may have been started by a request that began after this one
- * (or on a server whose clock is ahead). */
-static int throttled(sign_in_t *s, const char *window_start)
+/* The 429 of a client over the limit, the same whichever check found it. */
+static int throttled(request_rec *r, const bank_sign_in_t *in, const bank_sign_in_result_t *out)
 {
-    apr_time_t start, now = apr_time_now();
-    apr_int64_t wait;
-
-    if (bank_time_parse(window_start, &start) != 0) {
-        start = now;
-    }
-    wait = (start + apr_time_from_sec(s->window) - now + APR_USEC_PER_SEC - 1) / APR_USEC_PER_SEC;
-    if (wait < 1) {
-        wait = 1;
-    } else if (wait > s->window) {
-        wait = s->window;
-    }
-    rate_headers(s, 0);
-    apr_table_setn(s->r->headers_out, "Retry-After",
-                   apr_psprintf(s->r->pool, "%" APR_INT64_T_FMT, wait));
-    return bank_error(
-        s->r, BANK_E_TOO_MANY_REQUESTS,
-        apr_psprintf(s->r->pool,
-                     "Too many failed sign-in attempts; try again in %" APR_INT64_T_FMT " seconds.",
-                     wait),
-        NULL);
-}
-
-/* Before any password work: 429 while the failures in the current window reach the limit,
- * so a throttled client costs no hashing. Not counted as a failure. */
-static int throttle_check(sign_in_t *s)
-{
-    const char *args[] = {s->email_lc, s->ip, s->cutoff};
-    bank_rows_t rows;
-    bank_db_rc rc;
-
-    if ((rc = bank_db_select(s->db, "bank_signin_throttle_get", &rows, BANK_NARGS(args), args)) !=
-        BANK_DB_OK) {
-        return bank_error_db(s->r, s->db, rc, "sign-in throttle lookup");
-    }
-    if (rows.nrows == 0 || apr_atoi64(bank_rows_get(&rows, 0, 0)) < s->attempts) {
-        return OK;
-    }
-    ap_log_rerror(
-        APLOG_MARK, APLOG_NOTICE, 0, s->r,
-        BANKLOGNO(0502) "sign-in throttled: %d failures from this client within %" APR_INT64_T_FMT
-                        "s",
-        s->attempts, s->window);
-    return throttled(s, bank_rows_get(&rows, 0, 1));
-}
-
-/* Counts the failure (one atomic upsert, shared by every process) and answers 400 if it is
- * one of the ATTEMPTS of the window, 429 beyond: requests that passed throttle_check at the
- * same moment are verified, but at most ATTEMPTS answers per window say "wrong". */
-static int refuse(sign_in_t *s, const char *why)
-{
-    const char *now = bank_time_iso(s->r->pool, s->now);
-    const char *args[] = {s->email_lc, s->ip, now, s->cutoff, s->cutoff};
-    bank_rows_t rows;
-    bank_db_rc rc;
-    apr_int64_t failures;
-
-    if ((rc = bank_db_select(s->db, "bank_signin_fail", &rows, BANK_NARGS(args), args)) !=
-        BANK_DB_OK) {
-        return bank_error_db(s->r, s->db, rc, "sign-in failure count");
-    }
-    failures = apr_atoi64(bank_rows_get(&rows, 0, 0));
-    if (failures > s->attempts) {
-        ap_log_rerror(APLOG_MARK, APLOG_NOTICE, 0, s->r,
-                      BANKLOGNO(0509) "sign-in throttled: %s, failure %" APR_INT64_T_FMT
-                                      " of this client in the window (limit %d)",
-                      why, failures, s->attempts);
-        return throttled(s, bank_rows_get(&rows, 0, 1));
-    }
-    ap_log_rerror(APLOG_MARK, APLOG_INFO, 0, s->r, BANKLOGNO(0503) "sign-in refused: %s", why);
-    rate_headers(s, s->attempts - (int)failures);
-    return bank_error(s->r, BANK_E_INVALID_CREDENTIALS, NULL, NULL);
-}
-
-/* 1 if the password matches. An unknown e-mail and an unreadable stored hash still cost one
- * verification, so the answer's timing does not tell them from a wrong password. */
-static int password_ok(sign_in_t *s, const bank_rows_t *rows, const char **why)
-{
-    const char *stored = rows->nrows == 1 ? bank_rows_get(rows, 0, BANK_CUST_PASSWORD) : NULL;
-    int rc = bank_password_verify(s->r->pool, s->password, stored ? stored : bank_password_dummy());
-
-    if (!stored) {
-        *why = "unknown e-mail";
-        return 0;
-    }
-    if (rc == BANK_PW_MALFORMED) {
-        ap_log_rerror(APLOG_MARK, APLOG_WARNING, 0, s->r,
-                      BANKLOGNO(0504) "customer %s: stored password hash is in no format "
-                                      "mod_bank reads (scrypt or bcrypt)",
-                      bank_rows_get(rows, 0, BANK_CUST_ID));
-        bank_password_verify(s->r->pool, s->password, bank_password_dummy());
-    }
-    *why = "wrong password";
-    return rc == BANK_PW_MATCH;
+    rate_headers(r, in->attempts, 0);
+    apr_table_setn(r->headers_out, "Retry-After",
+                   apr_psprintf(r->pool, "%" APR_INT64_T_FMT, out->retry_after));
+    return bank_error(r, BANK_E_TOO_MANY_REQUESTS,
+                      apr_psprintf(r->pool,
+                                   "Too many failed sign-in attempts; try again in "
+                                   "%" APR_INT64_T_FMT " seconds.",
+                                   out->retry_after),
+                      NULL);
 }
 
 static json_object *token_json(const char *plain, const char *expires)
 {
     json_object *o = json_object_new_object(), *abilities = json_object_new_array();
 
-    json_object_array_add(abilities, json_object_new_string("*"));
+    json_object_array_add(abilities, json_object_new_string(BANK_ABILITY_ALL));
     json_object_object_add(o, "type", json_object_new_string("bearer"));
     json_object_object_add(o, "token", json_object_new_string(plain));
     json_object_object_add(o, "abilities", abilities);
@@ -198,105 +82,87 @@ static json_object *token_json(const char *plain, const char *expires)
     return o;
 }
 
-/* Token, device and cleared throttle in one transaction; the plaintext token on success.
- * The failures the clear removes are read at the end, before the commit: if the limit was
- * reached while this password was verified (failures counted by requests at the same
- * moment), nothing is issued and the answer is the throttle's 429, so a right password
- * hidden in a flood of wrong ones is not revealed. */
-static int issue(sign_in_t *s, const char *customer_id, const char **plain, const char **expires)
+/* The answer of a verdict other than OK. */
+static int refused(request_rec *r, const bank_sign_in_t *in, const bank_sign_in_result_t *out)
 {
-    const char *now = bank_time_iso(s->r->pool, s->now), *id = NULL, *secret;
-    const char *device_args[] = {customer_id, s->device, now, now};
-    const char *clear_args[] = {s->email_lc, s->ip, s->cutoff};
-    apr_int64_t failures;
-    bank_rows_t rows;
-    bank_db_rc rc;
-
-    if ((rc = bank_db_begin(s->db)) != BANK_DB_OK ||
-        (rc = bank_token_issue(s->db, s->r->pool, customer_id, s->lifetime, SIGN_IN_ABILITIES,
-                               plain, expires)) != BANK_DB_OK ||
-        (rc = bank_db_exec(s->db, "bank_device_upsert", NULL, BANK_NARGS(device_args),
-                           device_args)) != BANK_DB_OK ||
-        (rc = bank_db_select(s->db, "bank_signin_clear", &rows, BANK_NARGS(clear_args),
-                             clear_args)) != BANK_DB_OK) {
-        return bank_error_db(s->r, s->db, rc, "sign-in");
-    }
-    failures = rows.nrows > 0 ? apr_atoi64(bank_rows_get(&rows, 0, 0)) : 0;
-    if (failures >= s->attempts) {
-        bank_db_end(s->db, 0);
+    switch (out->verdict) {
+    case BANK_SIGN_IN_THROTTLED:
+        ap_log_rerror(APLOG_MARK, APLOG_NOTICE, 0, r,
+                      BANKLOGNO(0502) "sign-in throttled: %d failures from this client within "
+                                      "%" APR_INT64_T_FMT "s",
+                      in->attempts, in->window);
+        return throttled(r, in, out);
+    case BANK_SIGN_IN_OVER:
+        ap_log_rerror(APLOG_MARK, APLOG_NOTICE, 0, r,
+                      BANKLOGNO(0509) "sign-in throttled: %s, failure %" APR_INT64_T_FMT
+                                      " of this client in the window (limit %d)",
+                      out->why, out->failures, in->attempts);
+        return throttled(r, in, out);
+    case BANK_SIGN_IN_FLOODED:
         /* a warning: a right password in a flood of failures may mean it was guessed */
-        ap_log_rerror(APLOG_MARK, APLOG_WARNING, 0, s->r,
+        ap_log_rerror(APLOG_MARK, APLOG_WARNING, 0, r,
                       BANKLOGNO(0510) "sign-in throttled: right password, but %" APR_INT64_T_FMT
                                       " failures of this client were counted meanwhile "
                                       "(limit %d); no token issued",
-                      failures, s->attempts);
-        return throttled(s, bank_rows_get(&rows, 0, 1));
-    }
-    if ((rc = bank_db_end(s->db, 1)) != BANK_DB_OK) {
-        return bank_error_db(s->r, s->db, rc, "sign-in commit");
-    }
-    bank_token_decode(s->r->pool, *plain, &id, &secret);
-    ap_log_rerror(APLOG_MARK, APLOG_INFO, 0, s->r,
-                  BANKLOGNO(0507) "customer %s signed in, token id %s (%" APR_INT64_T_FMT
-                                  " failures of this client cleared)",
-                  customer_id, id, failures);
-    return OK;
-}
-
-/* Best effort, after the answer's work is done: drops throttle rows long expired, so
- * e-mail addresses that never sign in do not pile up. */
-static void prune(sign_in_t *s)
-{
-    apr_time_t keep =
-        apr_time_from_sec(s->window) > THROTTLE_KEEP ? apr_time_from_sec(s->window) : THROTTLE_KEEP;
-    const char *args[] = {bank_time_iso(s->r->pool, s->now - keep)};
-
-    if (bank_db_exec(s->db, "bank_signin_prune", NULL, 1, args) != BANK_DB_OK) {
-        ap_log_rerror(APLOG_MARK, APLOG_WARNING, 0, s->r,
-                      BANKLOGNO(0508) "could not prune sign-in throttle rows: %s", s->db->error);
+                      out->failures, in->attempts);
+        return throttled(r, in, out);
+    default:
+        ap_log_rerror(APLOG_MARK, APLOG_INFO, 0, r, BANKLOGNO(0503) "sign-in refused: %s",
+                      out->why);
+        rate_headers(r, in->attempts, out->remaining);
+        return bank_error(r, BANK_E_INVALID_CREDENTIALS, NULL, NULL);
     }
 }
 
 int bank_sign_in_handler(request_rec *r)
 {
     bank_dir_conf *conf = bank_conf(r);
-    sign_in_t s = {r};
-    json_object *body, *out;
-    bank_rows_t rows;
-    bank_db_rc dbrc;
-    const char *why = NULL, *plain = NULL, *expires = NULL;
+    bank_sign_in_t in;
+    bank_sign_in_result_t out;
+    json_object *body, *doc;
+    bank_db_t *db;
+    bank_db_rc drc;
     int rc;
 
+    memset(&in, 0, sizeof(in));
     if ((rc = bank_allow_methods(r, AP_METHOD_BIT << M_POST, "POST")) != OK ||
         (rc = check_client_key(r, conf)) != OK ||
-        (rc = bank_read_json(r, &body, NULL, NULL)) != OK || (rc = validate(r, body, &s)) != OK) {
+        (rc = bank_read_json(r, &body, NULL, NULL)) != OK || (rc = validate(r, body, &in)) != OK) {
         return rc;
     }
-    if (!(s.db = bank_db(r))) {
+    if (!(db = bank_db(r))) {
         return bank_error_db(r, NULL, BANK_DB_ERROR, "sign-in");
     }
-    s.ip = bank_client_ip(r);
-    s.attempts = bank_conf_throttle_attempts(conf);
-    s.window = bank_conf_throttle_window(conf);
-    s.lifetime = bank_conf_token_lifetime(conf);
-    s.now = apr_time_now();
-    s.cutoff = bank_time_iso(r->pool, s.now - apr_time_from_sec(s.window));
-    if ((rc = throttle_check(&s)) != OK) {
-        return rc;
+    in.ip = bank_client_ip(r);
+    in.attempts = bank_conf_throttle_attempts(conf);
+    in.window = bank_conf_throttle_window(conf);
+    in.lifetime = bank_conf_token_lifetime(conf);
+    in.now = apr_time_now();
+    drc = bank_sign_in(db, &in, &out);
+    if (out.malformed_hash) {
+        ap_log_rerror(APLOG_MARK, APLOG_WARNING, 0, r,
+                      BANKLOGNO(0504) "customer %s: stored password hash is in no format "
+                                      "mod_bank reads (scrypt or bcrypt)",
+                      out.customer.id);
     }
-    if ((dbrc = bank_db_select(s.db, "bank_customer_by_email", &rows, 1, &s.email)) != BANK_DB_OK) {
-        return bank_error_db(r, s.db, dbrc, "customer lookup");
+    if (drc != BANK_DB_OK) {
+        return bank_error_db(r, db, drc, out.failed_at);
     }
-    if (!password_ok(&s, &rows, &why)) {
-        return refuse(&s, why);
+    if (out.verdict != BANK_SIGN_IN_OK) {
+        return refused(r, &in, &out);
     }
-    if ((rc = issue(&s, bank_rows_get(&rows, 0, BANK_CUST_ID), &plain, &expires)) != OK) {
-        return rc;
+    ap_log_rerror(APLOG_MARK, APLOG_INFO, 0, r,
+                  BANKLOGNO(0507) "customer %s signed in, token id %s (%" APR_INT64_T_FMT
+                                  " failures of this client cleared)",
+                  out.customer.id, out.token_id, out.failures);
+    if (bank_sign_in_prune(db, &in) != BANK_DB_OK) {
+        ap_log_rerror(APLOG_MARK, APLOG_WARNING, 0, r,
+                      BANKLOGNO(0508) "could not prune sign-in throttle rows: %s",
+                      bank_db_error(db));
     }
-    prune(&s);
-    r->user = apr_pstrdup(r->pool, bank_rows_get(&rows, 0, BANK_CUST_ID));
-    out = bank_json_own(r->pool, json_object_new_object());
-    json_object_object_add(out, "token", token_json(plain, expires));
-    json_object_object_add(out, "customer", bank_customer_json(r->pool, rows.rows[0]));
-    return bank_send_json(r, HTTP_OK, out, NULL);
+    r->user = apr_pstrdup(r->pool, out.customer.id);
+    doc = bank_json_own(r->pool, json_object_new_object());
+    json_object_object_add(doc, "token", token_json(out.token, out.expires));
+    json_object_object_add(doc, "customer", bank_customer_json(r->pool, &out.customer));
+    return bank_send_json(r, HTTP_OK, doc, NULL);
 }

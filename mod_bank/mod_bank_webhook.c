@@ -1,4 +1,4 @@
-/* POST /webhook/<partner> (CONTRACT C9): the payment partner's fund-transfer notices.
+/* POST /webhook/<partner> (docs/api.md): the payment partner's fund-transfer notices.
  * Fails closed without a secret; the bearer is checked against every configured secret,
  * then the HMAC of the raw bytes when BankWebhookSignature is set; the payload is validated
  * (notice.c) and committed before the answer. The table's UNIQUE (partner,
@@ -14,6 +14,7 @@
 #include "mod_bank_auth.h"
 #include "bank_json.h"
 #include "bank_notice.h"
+#include "bank_store.h"
 #include "bank_digest.h"
 #include "bank_time.h"
 #include "bank_uuid.h"
@@ -66,34 +67,13 @@ static int check_signature(request_rec *r, const bank_dir_conf *conf, const char
     return OK;
 }
 
-/* The account whose bank-side id is the notice's walletId: OK and its ids (NULL, NULL when
- * none matches), or the error answer. */
-static int find_account(request_rec *r, bank_db_t *db, const bank_notice_t *n, const char **account,
-                        const char **customer)
-{
-    const char *args[] = {n->wallet_id};
-    bank_rows_t rows;
-    bank_db_rc rc;
-
-    *account = *customer = NULL;
-    if (!n->wallet_id) {
-        return OK; /* an ignored notice may carry none */
-    }
-    if ((rc = bank_db_select(db, "bank_webhook_account", &rows, BANK_NARGS(args), args)) !=
-        BANK_DB_OK) {
-        return bank_error_db(r, db, rc, "payment notice: account lookup");
-    }
-    *account = bank_rows_get(&rows, 0, 0);
-    *customer = bank_rows_get(&rows, 0, 1);
-    return OK;
-}
-
 /* Commits the notice; *duplicate is set when the key was already there (nothing written). */
 static int store(request_rec *r, const bank_notice_t *n, const char *partner, const char *raw,
                  int *duplicate)
 {
     bank_db_t *db = bank_db(r);
-    const char *id = bank_uuid4(r->pool), *account, *customer;
+    const char *id = bank_uuid4(r->pool), *account = NULL, *customer = NULL;
+    bank_account_t acct;
     bank_db_rc rc;
     int added = 0;
 
@@ -104,37 +84,20 @@ static int store(request_rec *r, const bank_notice_t *n, const char *partner, co
         ap_log_rerror(APLOG_MARK, APLOG_ERR, 0, r, BANKLOGNO(0704) "no randomness for an id");
         return bank_error(r, BANK_E_INTERNAL, NULL, NULL);
     }
-    if ((rc = find_account(r, db, n, &account, &customer)) != OK) {
-        return rc;
-    }
-    {
-        const char *args[] = {id,
-                              partner,
-                              n->service,
-                              n->type,
-                              n->status,
-                              n->amount,
-                              n->charges,
-                              n->currency,
-                              n->narration,
-                              n->receiver_account_name,
-                              n->receiver_account_number,
-                              n->receiver_bank_code,
-                              n->session_id,
-                              n->status_code,
-                              n->status_message,
-                              n->transaction_reference,
-                              n->wallet_id,
-                              n->client_ref,
-                              n->customer_reference,
-                              account,
-                              customer,
-                              raw,
-                              bank_time_iso(r->pool, apr_time_now())};
-        rc = bank_db_exec(db, "bank_webhook_insert", &added, BANK_NARGS(args), args);
-        if (rc != BANK_DB_OK) {
-            return bank_error_db(r, db, rc, "storing a payment notice");
+    /* The account whose bank-side id is the notice's walletId (an ignored notice may carry
+     * none). */
+    if (n->wallet_id) {
+        rc = bank_store_account_by_bank_id(db, n->wallet_id, &acct);
+        if (rc != BANK_DB_OK && rc != BANK_DB_NOT_FOUND) {
+            return bank_error_db(r, db, rc, "payment notice: account lookup");
         }
+        account = acct.id;
+        customer = acct.customer_id;
+    }
+    rc = bank_store_notice_insert(db, n, id, partner, account, customer, raw,
+                                  bank_time_iso(r->pool, apr_time_now()), &added);
+    if (rc != BANK_DB_OK) {
+        return bank_error_db(r, db, rc, "storing a payment notice");
     }
     *duplicate = added == 0;
     /* Partner-sent text is escaped: it must not forge log lines. */

@@ -1,4 +1,4 @@
-# POST /onboarding/bvn under concurrency and failure (CONTRACT C7, C10): ten identical
+# POST /onboarding/bvn under concurrency and failure (docs/api.md): ten identical
 # requests at once open ONE account and all answer with it; a failure halfway through the
 # transaction leaves nothing behind, and a retry then succeeds.
 use strict;

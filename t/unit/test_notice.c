@@ -1,4 +1,4 @@
-/* Unit tests for payment notices: payload validation (interface 2.6), the HMAC signature
+/* Unit tests for payment notices: payload validation (docs/api.md), the HMAC signature
  * check, and the constant-time secret list. */
 #include "unit.h"
 
