@@ -6,6 +6,7 @@
 #include <stdarg.h>
 #include <apr_general.h>
 #include <apr_strings.h>
+#include <apr_file_info.h>
 #include "bankctl.h"
 #include "bank_limits.h"
 
@@ -103,18 +104,23 @@ static int is_help(const char *a)
 }
 
 /* The dev server's run directory lives in the checkout: $BANK_CHECKOUT (the wrapper sets
- * it), else build/bankctl's parent. */
+ * it), else build/bankctl's parent if it is one; NULL for an installed bankctl, which then
+ * needs --db or BANK_RUN_DIR. */
 static const char *find_checkout(apr_pool_t *p, const char *argv0)
 {
-    const char *env = getenv("BANK_CHECKOUT"), *slash = strrchr(argv0, '/');
+    const char *env = getenv("BANK_CHECKOUT"), *slash = strrchr(argv0, '/'), *top;
+    apr_finfo_t fi;
 
     if (env && *env) {
         return env;
     }
-    if (!slash) {
-        return ".";
-    }
-    return apr_pstrcat(p, apr_pstrndup(p, argv0, (apr_size_t)(slash - argv0)), "/..", (char *)NULL);
+    top = slash ? apr_pstrcat(p, apr_pstrndup(p, argv0, (apr_size_t)(slash - argv0)), "/..",
+                              (char *)NULL)
+                : "..";
+    return apr_stat(&fi, apr_pstrcat(p, top, "/mod_bank/bankctl", (char *)NULL), APR_FINFO_TYPE,
+                    p) == APR_SUCCESS
+               ? top
+               : NULL;
 }
 
 /* --db and --help before the command; returns the index of the command word. */

@@ -25,7 +25,7 @@ typedef struct {
 
 typedef struct {
     apr_pool_t *pool;
-    const char *checkout; /* $BANK_CHECKOUT, or NULL */
+    const char *checkout; /* $BANK_CHECKOUT or the checkout of build/bankctl, else NULL */
     const char *db_spec;  /* --db as given */
     const char *driver_name;
     const char *params;

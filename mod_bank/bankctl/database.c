@@ -19,7 +19,7 @@ static const char *dev_conninfo(ctl_t *c, const char *run)
     char *text;
     apr_size_t n;
 
-    if (apr_stat(&fi, path, APR_FINFO_TYPE, c->pool) != APR_SUCCESS) {
+    if (!run || apr_stat(&fi, path, APR_FINFO_TYPE, c->pool) != APR_SUCCESS) {
         return NULL;
     }
     text = ctl_slurp(c, path, 4096, path);
@@ -34,7 +34,7 @@ static void resolve_db(ctl_t *c)
     const char *spec = c->db_spec, *kind = getenv("BANK_DB"), *run = getenv("BANK_RUN_DIR");
 
     if (!run || !*run) {
-        run = apr_pstrcat(c->pool, c->checkout, "/run", (char *)NULL);
+        run = c->checkout ? apr_pstrcat(c->pool, c->checkout, "/run", (char *)NULL) : NULL;
     }
     if (kind && !*kind) {
         kind = NULL;
@@ -59,14 +59,18 @@ static void resolve_db(ctl_t *c)
             die(EXIT_USAGE,
                 "BANK_DB=pgsql needs BANK_PG_PARAMS, a dev server started with "
                 "BANK_DB=pgsql (%s/pg.conninfo), or --db postgresql://...",
-                run);
+                run ? run : "$BANK_RUN_DIR");
         }
         c->driver_name = "pgsql";
     } else if (!kind && (c->params = dev_conninfo(c, run)) != NULL) {
         c->driver_name = "pgsql"; /* the dev server last started on PostgreSQL */
-    } else {
+    } else if (run) {
         c->driver_name = "sqlite3";
         c->sqlite_path = apr_pstrcat(c->pool, run, "/bank.db", (char *)NULL);
+    } else {
+        /* An installed bankctl has no dev server to fall back on. */
+        die(EXIT_USAGE, "which database? give --db sqlite:PATH or --db postgresql://... (or "
+                        "set BANK_RUN_DIR to a dev server's run directory)");
     }
     if (c->sqlite_path) {
         c->params = c->sqlite_path;

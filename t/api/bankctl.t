@@ -78,4 +78,11 @@ like($err, qr{cannot read /nonexistent/sql/\w+.*from BANK_SQL_DIR\): set BANK_SQ
     "$ENV{BANK_TEST_ROOT}/sql");
 is($rc, 0, '--sql-dir wins over BANK_CHECKOUT') or diag($err);
 
+# An installed bankctl (not in a checkout) without --db: it says what to give.
+my $bin = "$ENV{BANK_TEST_ROOT}/bin/bankctl";
+my $none = `cd / && env -u BANK_CHECKOUT -u BANK_RUN_DIR -u BANK_DB $bin notices 2>&1`;
+is($? >> 8, 2, 'no --db outside a checkout: exit 2');
+like($none, qr/which database\? give --db sqlite:PATH or --db postgresql:.*BANK_RUN_DIR/,
+    'no --db outside a checkout: says what to give');
+
 done_testing();
