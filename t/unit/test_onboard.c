@@ -2,6 +2,7 @@
  * under DB=pgsql: each verdict, the account opened once, the identity record's checks. */
 #include "unit.h"
 #include "db_fixture.h"
+#include "bank_nuban.h"
 #include "bank_onboard.h"
 
 static const bank_onboard_bank_t bank = {"Unit Bank", "999"};
@@ -88,11 +89,66 @@ static void test_odd_states(bank_db_t *db)
     CHECK(!st.opening);
 }
 
+/* The next account serial, as the database will hand it out. */
+static apr_int64_t next_serial(bank_db_t *db)
+{
+    const char *v = NULL;
+
+    bank_db_query_value(db,
+                        bank_db_is_pgsql(db)
+                            ? "SELECT COALESCE(pg_sequence_last_value(pg_get_serial_sequence("
+                              "'account_serials', 'serial')::regclass), 0) + 1"
+                            : "SELECT COALESCE((SELECT seq FROM sqlite_sequence WHERE name = "
+                              "'account_serials'), 0) + 1",
+                        &v);
+    return v ? apr_atoi64(v) : 0;
+}
+
+/* A failure halfway (the account number the next serial gives is held by another account):
+ * the transaction rolls back whole, the failure names its step, and a write that is not the
+ * referral code's is not tried again. */
+static void test_halfway(bank_db_t *db)
+{
+    apr_pool_t *p = bank_db_pool(db);
+    bank_customer_t c, holder;
+    bank_account_t obstacle;
+    bank_onboard_t st;
+    const char *bvn;
+
+    fixture_customer(db, "Halima", "Musa", "pw", &c);
+    fixture_customer(db, "Holder", "Other", "pw", &holder);
+    bvn = fixture_bvn(db, "Halima", "Musa", "1999-09-09");
+    memset(&obstacle, 0, sizeof(obstacle));
+    obstacle.id = bank_uuid4(p);
+    obstacle.customer_id = holder.id;
+    obstacle.bank_name = "x";
+    obstacle.bank_account_id = apr_pstrcat(p, "obstacle-", obstacle.id, (char *)NULL);
+    obstacle.account_name = "OBSTACLE";
+    obstacle.account_number = bank_nuban_account(p, "999", next_serial(db));
+    obstacle.created_at = obstacle.updated_at = bank_time_iso(p, apr_time_now());
+    CHECK(bank_store_account_insert(db, &obstacle) == BANK_DB_OK);
+
+    memset(&st, 0, sizeof(st));
+    st.customer_id = c.id;
+    st.bvn = bvn;
+    CHECK(bank_onboard(db, &st, "1999-09-09", &bank) != BANK_DB_OK);
+    CHECK(st.opening && !st.opened && st.retries == 0);
+    CHECK(st.failed_at && strstr(st.failed_at, "(account)") != NULL);
+    CHECK(!bank_db_in_txn(db));
+    CHECK(bank_onboard_state(db, &st) == BANK_DB_OK && st.verdict == BANK_ONBOARD_OPEN);
+    CHECK(st.customer.bvn == NULL && st.customer.referral_code == NULL);
+
+    CHECK(bank_db_query(db, apr_pstrcat(p, "DELETE FROM accounts WHERE id = '", obstacle.id, "'",
+                                        (char *)NULL)) == 0);
+    CHECK(run(db, &st, c.id, bvn, "1999-09-09") == BANK_ONBOARD_DONE && st.opened);
+}
+
 static void all(bank_db_t *db)
 {
     test_open_and_repeat(db);
     test_record(db);
     test_odd_states(db);
+    test_halfway(db);
 }
 
 static void run_tests(apr_pool_t *p)
