@@ -22,6 +22,9 @@ struct bank_db_s {
     bank_db_recover_fn recover;
     void *recover_baton;
     int conn_lost;
+    /* SQLite refused a write (SQLITE_READONLY: the file, its directory or the file system is
+     * read-only to httpd's User); the module then tries a new connection (mod_bank_db.c). */
+    int read_only;
     /* SQLite in a threaded server: the process's writer lock, else NULL; holding: this
      * connection holds it. */
     apr_thread_mutex_t *writer_lock;
@@ -165,6 +168,18 @@ int bank_db_in_txn(const bank_db_t *db)
     return db->in_txn;
 }
 
+int bank_db_read_only(const bank_db_t *db)
+{
+    return db->read_only;
+}
+
+void bank_db_replace(bank_db_t *db, apr_dbd_t *handle, apr_hash_t *prepared)
+{
+    db->handle = handle;
+    db->prepared = prepared;
+    db->read_only = 0;
+}
+
 const char *bank_db_error_line(apr_pool_t *p, const char *msg)
 {
     return msg ? apr_pstrndup(p, msg, strcspn(msg, "\r\n")) : "unknown database error";
@@ -184,6 +199,11 @@ bank_db_rc bank_db_fail(bank_db_t *db, const char *why)
 static bank_db_rc classify(bank_db_t *db, int rv)
 {
     bank_db_fail(db, bank_db_error_line(db->pool, apr_dbd_error(db->driver, db->handle, rv)));
+    /* SQLITE_READONLY's own text: the driver's statements are prepared the legacy way, so
+     * a step that fails returns SQLITE_ERROR whatever the reason. */
+    if (!bank_db_is_pgsql(db) && strstr(db->error, "readonly database")) {
+        db->read_only = 1;
+    }
     /* SQLITE_BUSY (5) / SQLITE_LOCKED (6) after the driver's own retries and busy_timeout;
      * PostgreSQL reports lock and statement time-outs in the message text. */
     if ((!bank_db_is_pgsql(db) && (rv == 5 || rv == 6)) || strstr(db->error, "locked") ||
@@ -241,6 +261,21 @@ static void release(bank_db_t *db)
         db->holding = 0;
         apr_thread_mutex_unlock(db->writer_lock);
     }
+}
+
+int bank_db_writable(bank_db_t *db, apr_dbd_t *handle)
+{
+    int n = 0, ok, mine = hold(db);
+
+    ok = apr_dbd_query(db->driver, handle, &n, "BEGIN IMMEDIATE") == 0;
+    if (ok) {
+        ok = apr_dbd_query(db->driver, handle, &n, "PRAGMA user_version = 0") == 0;
+        apr_dbd_query(db->driver, handle, &n, "ROLLBACK");
+    }
+    if (mine) {
+        release(db);
+    }
+    return ok;
 }
 
 /* Whether the statement under label only reads (its text starts with SELECT). */
@@ -338,7 +373,9 @@ static bank_db_rc run_select(bank_db_t *db, const char *label, int nargs, const 
     }
     /* random=1: the pgsql driver reports SQL errors only in that mode. */
     rv = apr_dbd_pselect(db->driver, db->pool, db->handle, res, st, 1, nargs, (const char **)args);
-    if (rv != 0 && retry(db, classify(db, rv), is_select(label))) {
+    /* looked up again: recover may have replaced the connection and its statements */
+    if (rv != 0 && retry(db, classify(db, rv), is_select(label)) &&
+        (st = lookup(db, label)) != NULL) {
         *res = NULL;
         rv = apr_dbd_pselect(db->driver, db->pool, db->handle, res, st, 1, nargs,
                              (const char **)args);
@@ -391,7 +428,7 @@ bank_db_rc bank_db_exec(bank_db_t *db, const char *label, int *affected, int nar
     }
     mine = hold(db);
     rv = apr_dbd_pquery(db->driver, db->pool, db->handle, &n, st, nargs, (const char **)args);
-    if (rv != 0 && retry(db, classify(db, rv), 0)) {
+    if (rv != 0 && retry(db, classify(db, rv), 0) && (st = lookup(db, label)) != NULL) {
         rv = apr_dbd_pquery(db->driver, db->pool, db->handle, &n, st, nargs, (const char **)args);
     }
     if (mine) {

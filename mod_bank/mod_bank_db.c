@@ -3,6 +3,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <unistd.h>
 #include <apr_strings.h>
 #include <apr_optional.h>
 #include <http_protocol.h>
@@ -150,13 +151,112 @@ static const char *last_error(apr_pool_t *p, const apr_dbd_driver_t *driver, apr
     return bank_db_error_line(p, apr_dbd_error(driver, handle, 0));
 }
 
-/* mod_dbd's post_connect hook, after its DBDInitSQL (ours runs last): remember the
- * configuration, and set what mod_bank needs in a PostgreSQL session. */
+/* ---- SQLite connections opened read-only ----
+ * SQLite opens a database file that httpd's User cannot write read-only, without an error,
+ * and such a connection stays read-only after the file is writable again: every write on it
+ * fails (SQLITE_READONLY) for as long as mod_dbd pools it, and mod_dbd's check cannot tell.
+ * So a connection that may be one is marked, and mod_bank replaces it (same DBDParams,
+ * DBDInitSQL and statements) once a write succeeds on a new one. */
+#define BANK_SQLITE_RO_KEY "mod_bank:sqlite_ro"
+
+/* The connection's mark (allocated with it). */
+static int *sqlite_ro_mark(ap_dbd_t *dbd)
+{
+    int *mark = NULL;
+
+    apr_pool_userdata_get((void **)&mark, BANK_SQLITE_RO_KEY, dbd->pool);
+    if (!mark) {
+        mark = apr_pcalloc(dbd->pool, sizeof(*mark));
+        apr_pool_userdata_setn(mark, BANK_SQLITE_RO_KEY, NULL, dbd->pool);
+    }
+    return mark;
+}
+
+/* Opens the connection again as mod_dbd opened it and, if the new one can write, puts it in
+ * place of the old one (in mod_dbd's record too, so the pool keeps the new one), then closes
+ * the old one. 0 if replaced; -1 (the old one kept) if not. Never inside a transaction. */
+static int sqlite_reopen(request_rec *r, bank_db_t *db, ap_dbd_t *dbd)
+{
+    dbd_cfg_t *cfg = NULL;
+    apr_dbd_t *handle = NULL, *old = dbd->handle;
+    apr_hash_t *prepared;
+    apr_hash_index_t *hi;
+    const char *err = NULL;
+    int i, n = 0;
+
+    apr_pool_userdata_get((void **)&cfg, BANK_DBD_CFG_KEY, dbd->pool);
+    if (!cfg || bank_db_in_txn(db)) {
+        ap_log_rerror(APLOG_MARK, APLOG_DEBUG, 0, r,
+                      BANKLOGNO(0811) "SQLite connection not replaced: %s",
+                      cfg ? "inside a transaction" : "mod_dbd did not report how it opened it");
+        return -1;
+    }
+    if (apr_dbd_open_ex(dbd->driver, dbd->pool, cfg->params, &handle, &err) != APR_SUCCESS) {
+        ap_log_rerror(APLOG_MARK, APLOG_DEBUG, 0, r,
+                      BANKLOGNO(0809) "cannot open a new SQLite connection: %s",
+                      err ? err : "no reason given");
+        return -1;
+    }
+    for (i = 0; i < cfg->init_queries->nelts; i++) {
+        apr_dbd_query(dbd->driver, handle, &n, APR_ARRAY_IDX(cfg->init_queries, i, const char *));
+    }
+    if (!bank_db_writable(db, handle)) {
+        ap_log_rerror(APLOG_MARK, APLOG_DEBUG, 0, r,
+                      BANKLOGNO(0810) "a new SQLite connection cannot write either: %s",
+                      last_error(r->pool, dbd->driver, handle));
+        apr_dbd_close(dbd->driver, handle);
+        return -1;
+    }
+    prepared = apr_hash_make(dbd->pool);
+    for (hi = apr_hash_first(r->pool, cfg->queries); hi; hi = apr_hash_next(hi)) {
+        const void *label;
+        void *query;
+        apr_dbd_prepared_t *st = NULL;
+
+        apr_hash_this(hi, &label, NULL, &query);
+        if (*(const char *)query &&
+            apr_dbd_prepare(dbd->driver, dbd->pool, handle, query, label, &st) != 0) {
+            ap_log_rerror(APLOG_MARK, APLOG_ERR, 0, r,
+                          BANKLOGNO(0807) "cannot prepare %s on a new SQLite connection: %s",
+                          (const char *)label, last_error(r->pool, dbd->driver, handle));
+            apr_dbd_close(dbd->driver, handle);
+            return -1;
+        }
+        if (st) {
+            apr_hash_set(prepared, label, APR_HASH_KEY_STRING, st);
+        }
+    }
+    dbd->handle = handle;
+    dbd->prepared = prepared;
+    bank_db_replace(db, handle, prepared);
+    apr_dbd_close(dbd->driver, old);
+    *sqlite_ro_mark(dbd) = 0;
+    ap_log_rerror(APLOG_MARK, APLOG_WARNING, 0, r,
+                  BANKLOGNO(0808) "SQLite connection opened while the database was read-only "
+                                  "replaced by a new one that can write");
+    return 0;
+}
+
+/* mod_dbd's post_connect hook, first: remember the configuration. First, because mod_dbd's
+ * own post_connect (its DBDInitSQL, APR_HOOK_MIDDLE) fails for any statement that returns
+ * a row, such as SQLite's "PRAGMA busy_timeout = 2000", and a failed hook ends the run. */
+static apr_status_t bank_db_remember(apr_pool_t *pool, dbd_cfg_t *cfg, ap_dbd_t *rec)
+{
+    (void)pool;
+    apr_pool_userdata_setn(cfg, BANK_DBD_CFG_KEY, NULL, rec->pool);
+    /* A file httpd's User cannot write now is opened read-only, for good (see above). */
+    if (!bank_dbd_is_pgsql(rec->driver) && access(cfg->params, W_OK) != 0) {
+        *sqlite_ro_mark(rec) = 1;
+    }
+    return OK;
+}
+
+/* mod_dbd's post_connect hook, after its DBDInitSQL (ours runs last): set what mod_bank
+ * needs in a PostgreSQL session. */
 static apr_status_t bank_db_post_connect(apr_pool_t *pool, dbd_cfg_t *cfg, ap_dbd_t *rec)
 {
     int n = 0;
 
-    apr_pool_userdata_setn(cfg, BANK_DBD_CFG_KEY, NULL, rec->pool);
     if (bank_dbd_is_pgsql(rec->driver) &&
         apr_dbd_query(rec->driver, rec->handle, &n, BANK_PG_SESSION_SQL) != 0) {
         ap_log_error(APLOG_MARK, APLOG_ERR, 0, cfg->server,
@@ -168,6 +268,7 @@ static apr_status_t bank_db_post_connect(apr_pool_t *pool, dbd_cfg_t *cfg, ap_db
 
 void bank_db_register_hooks(void)
 {
+    APR_OPTIONAL_HOOK(dbd, post_connect, bank_db_remember, NULL, NULL, APR_HOOK_FIRST);
     APR_OPTIONAL_HOOK(dbd, post_connect, bank_db_post_connect, NULL, NULL, APR_HOOK_LAST);
 }
 
@@ -248,6 +349,12 @@ static bank_conn_state recover(bank_db_t *db, void *baton)
     int n;
 
     if (!bank_db_is_pgsql(db)) {
+        /* A refused write: a new connection if the database can be written now (FRESH, so
+         * the statement, which wrote nothing, runs again), else 503 (DOWN). */
+        if (bank_db_read_only(db)) {
+            *sqlite_ro_mark(c->dbd) = 1;
+            return sqlite_reopen(c->r, db, c->dbd) == 0 ? BANK_CONN_FRESH : BANK_CONN_DOWN;
+        }
         /* SQLite has no session to lose; a handle that fails the check is unusable. */
         return apr_dbd_check_conn(bank_db_driver(db), bank_db_pool(db), bank_db_handle(db)) ==
                        APR_SUCCESS
@@ -290,6 +397,14 @@ bank_db_t *bank_db(request_rec *r)
     bank_db_set_recover(db, recover, c);
     if (!bank_dbd_is_pgsql(dbd->driver)) {
         bank_db_set_writer_lock(db, sqlite_writer);
+        /* marked read-only, and the file looks writable again: replace it before use */
+        if (*sqlite_ro_mark(dbd)) {
+            dbd_cfg_t *cfg = NULL;
+            apr_pool_userdata_get((void **)&cfg, BANK_DBD_CFG_KEY, dbd->pool);
+            if (cfg && access(cfg->params, W_OK) == 0) {
+                sqlite_reopen(r, db, dbd);
+            }
+        }
     }
     return db;
 }
