@@ -1,22 +1,24 @@
-/* Failure counters shared by every httpd process and server (table throttle_counts): one
- * per (scope, subject), at most `attempts` failures answered as such per window of `window`
- * seconds. Each failure is one atomic upsert that returns the new count, so however many
- * requests run at once, the rest are told to wait. Used by BankBvnThrottle (per customer,
- * bank_onboard.c) and BankSignInAddressThrottle (per client IP, bank_sign_in.c); the
- * throttle per (e-mail, IP) of sign-in has its own table with the same shape. No httpd. */
+/* Failure counters shared by every httpd process and server: one per key, at most
+ * `attempts` failures answered as such per window of `window` seconds. Each failure is one
+ * atomic upsert that returns the new count, so however many requests run at once, the rest
+ * are told to wait. Used by BankSignInThrottle (per e-mail and IP, table sign_in_attempts),
+ * BankSignInAddressThrottle (per client IP) and BankBvnThrottle (per customer), both in
+ * table throttle_counts. No httpd. */
 #ifndef BANK_THROTTLE_H
 #define BANK_THROTTLE_H
 
 #include <apr_pools.h>
 #include <apr_time.h>
 #include "bank_db.h"
+#include "bank_store.h"
 
 /* Rows expired for at least this long (and for the window) are pruned. */
 #define BANK_THROTTLE_KEEP apr_time_from_sec(86400)
 
 typedef struct {
-    const char *scope;   /* "bvn", "address" */
-    const char *subject; /* customer id, client IP */
+    bank_counts_table table;
+    const char *scope;   /* SHARED: "bvn", "address"; SIGN_IN: the folded e-mail */
+    const char *subject; /* SHARED: customer id, client IP; SIGN_IN: the client IP */
     int attempts;
     apr_int64_t window; /* seconds */
     apr_time_t now;
@@ -33,8 +35,14 @@ typedef struct {
 
 /* The failures of the current window; over when they reach the limit. Counts nothing. */
 bank_db_rc bank_counter_check(bank_db_t *db, const bank_counter_t *c, bank_count_t *out);
-/* Counts one failure (and prunes long-expired rows of the scope); over beyond the limit. */
+/* Counts one failure (and prunes long-expired rows of the table, or of the scope); over
+ * beyond the limit. */
 bank_db_rc bank_counter_fail(bank_db_t *db, const bank_counter_t *c, bank_count_t *out);
+/* Inside the caller's transaction: deletes the counter and reads what it held; over when
+ * the limit was reached (the caller then rolls back, so the count stays). */
+bank_db_rc bank_counter_take(bank_db_t *db, const bank_counter_t *c, bank_count_t *out);
+/* Best effort: drops the rows (of the scope) expired long ago. */
+bank_db_rc bank_counter_prune(bank_db_t *db, const bank_counter_t *c);
 /* A success: deletes the counter and reads what it held, in a transaction of its own (call
  * it outside one); when the limit was reached meanwhile (failures at the same moment) the
  * delete is rolled back and the answer is over: the success must not be revealed. */

@@ -200,7 +200,8 @@ bank_db_rc bank_onboard(bank_db_t *db, bank_onboard_t *st, const char *dob,
                         const bank_onboard_bank_t *bank)
 {
     const char *account_name = NULL;
-    bank_counter_t counter = {"bvn", st->customer_id, st->attempts, st->window, apr_time_now()};
+    bank_counter_t counter = {BANK_COUNTS_SHARED, "bvn",      st->customer_id,
+                              st->attempts,       st->window, apr_time_now()};
     bank_db_rc rc;
 
     st->record = BANK_RECORD_OK;

@@ -13,43 +13,22 @@ typedef struct {
     apr_pool_t *pool;
     const bank_sign_in_t *in;
     bank_sign_in_result_t *out;
-    const char *email_lc; /* throttle key */
     const char *now;
-    const char *cutoff; /* now - window: rows older than this have expired */
-    bank_throttle_t cleared;
-    bank_counter_t address; /* the client IP's budget, any e-mail */
+    bank_counter_t email;   /* BankSignInThrottle: this e-mail from this IP */
+    bank_counter_t address; /* BankSignInAddressThrottle: this IP, any e-mail */
+    bank_count_t cleared;   /* what the success cleared of the e-mail's count */
 } flow_t;
 
-/* The verdict of a client over the limit, the same whichever check found it (so it never
- * tells a right password from a wrong one). */
-static bank_db_rc over(flow_t *f, bank_sign_in_verdict v, const bank_throttle_t *t)
+/* A verdict of a client over a limit, the same whichever check found it (so it never tells
+ * a right password from a wrong one). */
+static bank_db_rc over(flow_t *f, bank_sign_in_verdict v, const bank_counter_t *c,
+                       const bank_count_t *n)
 {
     f->out->verdict = v;
-    f->out->failures = t->failures;
-    f->out->limit = f->in->attempts;
-    f->out->retry_after = bank_throttle_retry_after(t->window_start, f->in->window, apr_time_now());
+    f->out->failures = n->failures;
+    f->out->limit = c->attempts;
+    f->out->retry_after = n->retry_after;
     return BANK_DB_OK;
-}
-
-/* The client IP's budget is spent: the same 429 whatever the e-mail or the password. */
-static bank_db_rc address_over(flow_t *f)
-{
-    f->out->verdict = BANK_SIGN_IN_ADDRESS;
-    f->out->failures = f->out->address.failures;
-    f->out->limit = f->in->addr_attempts;
-    f->out->retry_after = f->out->address.retry_after;
-    return BANK_DB_OK;
-}
-
-/* Best effort, after each success and each failure: drops rows long expired, so e-mail
- * addresses that never sign in (a flood of random ones) do not pile up. */
-static void prune(flow_t *f)
-{
-    if (bank_store_count_prune(f->db, BANK_COUNTS_SIGN_IN, NULL,
-                               bank_throttle_prune_before(f->pool, f->in->now, f->in->window)) !=
-        BANK_DB_OK) {
-        f->out->prune_failed = 1;
-    }
 }
 
 /* 1 if the password matches. An unknown e-mail and an unreadable stored hash still cost one
@@ -75,32 +54,30 @@ static int password_ok(flow_t *f, int known)
 /* Counts the failure (one atomic upsert, shared by every process): REFUSED if it is one of
  * the window's attempts, OVER beyond. Requests that passed the first check at the same
  * moment are verified, but at most `attempts` answers per window say "wrong". The same for
- * the IP's own count, whatever the e-mail. */
+ * the IP's own count, whatever the e-mail. Each count prunes rows long expired. */
 static bank_db_rc refuse(flow_t *f)
 {
-    bank_throttle_t t;
+    bank_count_t n;
     bank_db_rc rc;
 
     f->out->failed_at = "sign-in failure count";
-    if ((rc = bank_store_count_fail(f->db, BANK_COUNTS_SIGN_IN, f->email_lc, f->in->ip, f->now,
-                                    f->cutoff, &t)) != BANK_DB_OK) {
+    if ((rc = bank_counter_fail(f->db, &f->email, &n)) != BANK_DB_OK) {
         return rc;
     }
-    prune(f);
     f->out->failed_at = "throttle count";
     if ((rc = bank_counter_fail(f->db, &f->address, &f->out->address)) != BANK_DB_OK) {
         return rc;
     }
-    f->out->prune_failed |= f->out->address.prune_failed;
+    f->out->prune_failed = n.prune_failed || f->out->address.prune_failed;
     if (f->out->address.over) {
-        return address_over(f);
+        return over(f, BANK_SIGN_IN_ADDRESS, &f->address, &f->out->address);
     }
-    if (t.failures > f->in->attempts) {
-        return over(f, BANK_SIGN_IN_OVER, &t);
+    if (n.over) {
+        return over(f, BANK_SIGN_IN_OVER, &f->email, &n);
     }
     f->out->verdict = BANK_SIGN_IN_REFUSED;
-    f->out->failures = t.failures;
-    f->out->remaining = f->in->attempts - (int)t.failures;
+    f->out->failures = n.failures;
+    f->out->remaining = n.remaining;
     return BANK_DB_OK;
 }
 
@@ -119,11 +96,10 @@ static bank_db_rc issue(bank_db_t *db, void *baton)
             BANK_DB_OK ||
         (rc = bank_store_device_upsert(db, f->out->customer.id, f->in->device, f->now)) !=
             BANK_DB_OK ||
-        (rc = bank_store_count_clear(db, BANK_COUNTS_SIGN_IN, f->email_lc, f->in->ip, f->cutoff,
-                                     &f->cleared)) != BANK_DB_OK) {
+        (rc = bank_counter_take(db, &f->email, &f->cleared)) != BANK_DB_OK) {
         return rc;
     }
-    if (f->cleared.failures >= f->in->attempts) {
+    if (f->cleared.over) {
         return BANK_DB_ROLLBACK;
     }
     if ((rc = bank_counter_check(db, &f->address, &f->out->address)) != BANK_DB_OK) {
@@ -132,10 +108,26 @@ static bank_db_rc issue(bank_db_t *db, void *baton)
     return f->out->address.over ? BANK_DB_ROLLBACK : BANK_DB_OK;
 }
 
+static void counters(flow_t *f)
+{
+    const bank_sign_in_t *in = f->in;
+    bank_counter_t email = {BANK_COUNTS_SIGN_IN,
+                            bank_ascii_lower(f->pool, in->email),
+                            in->ip,
+                            in->attempts,
+                            in->window,
+                            in->now};
+    bank_counter_t address = {BANK_COUNTS_SHARED, "address",       in->ip,
+                              in->addr_attempts,  in->addr_window, in->now};
+
+    f->email = email;
+    f->address = address;
+}
+
 bank_db_rc bank_sign_in(bank_db_t *db, const bank_sign_in_t *in, bank_sign_in_result_t *out)
 {
     flow_t f;
-    bank_throttle_t t;
+    bank_count_t n;
     const char *secret;
     bank_db_rc rc;
 
@@ -145,30 +137,18 @@ bank_db_rc bank_sign_in(bank_db_t *db, const bank_sign_in_t *in, bank_sign_in_re
     f.pool = bank_db_pool(db);
     f.in = in;
     f.out = out;
-    f.email_lc = bank_ascii_lower(f.pool, in->email);
     f.now = bank_time_iso(f.pool, in->now);
-    f.cutoff = bank_time_iso(f.pool, in->now - apr_time_from_sec(in->window));
-    f.address.scope = "address";
-    f.address.subject = in->ip;
-    f.address.attempts = in->addr_attempts;
-    f.address.window = in->addr_window;
-    f.address.now = in->now;
+    counters(&f);
 
     /* Before any password work: a throttled client costs no hashing, and is not counted. */
     out->failed_at = "sign-in throttle lookup";
-    rc = bank_store_count_get(db, BANK_COUNTS_SIGN_IN, f.email_lc, in->ip, f.cutoff, &t);
-    if (rc == BANK_DB_OK && t.failures >= in->attempts) {
-        return over(&f, BANK_SIGN_IN_THROTTLED, &t);
-    }
-    if (rc != BANK_DB_OK) {
-        return rc;
+    if ((rc = bank_counter_check(db, &f.email, &n)) != BANK_DB_OK || n.over) {
+        return rc != BANK_DB_OK ? rc : over(&f, BANK_SIGN_IN_THROTTLED, &f.email, &n);
     }
     out->failed_at = "throttle lookup";
-    if ((rc = bank_counter_check(db, &f.address, &out->address)) != BANK_DB_OK) {
-        return rc;
-    }
-    if (out->address.over) {
-        return address_over(&f);
+    if ((rc = bank_counter_check(db, &f.address, &out->address)) != BANK_DB_OK ||
+        out->address.over) {
+        return rc != BANK_DB_OK ? rc : over(&f, BANK_SIGN_IN_ADDRESS, &f.address, &out->address);
     }
     out->failed_at = "customer lookup";
     rc = bank_store_customer_by_email(db, in->email, &out->customer);
@@ -182,16 +162,13 @@ bank_db_rc bank_sign_in(bank_db_t *db, const bank_sign_in_t *in, bank_sign_in_re
     if ((rc = bank_db_transaction(db, issue, &f)) != BANK_DB_OK) {
         return rc;
     }
+    if (f.cleared.over || out->address.over) {
+        out->token = out->expires = NULL;
+        return f.cleared.over ? over(&f, BANK_SIGN_IN_FLOODED, &f.email, &f.cleared)
+                              : over(&f, BANK_SIGN_IN_ADDRESS, &f.address, &out->address);
+    }
     out->failures = f.cleared.failures;
-    if (f.cleared.failures >= in->attempts) {
-        out->token = out->expires = NULL;
-        return over(&f, BANK_SIGN_IN_FLOODED, &f.cleared);
-    }
-    if (out->address.over) {
-        out->token = out->expires = NULL;
-        return address_over(&f);
-    }
-    prune(&f);
+    out->prune_failed = bank_counter_prune(db, &f.email) != BANK_DB_OK;
     bank_token_decode(f.pool, out->token, &out->token_id, &secret);
     out->verdict = BANK_SIGN_IN_OK;
     out->failed_at = NULL;

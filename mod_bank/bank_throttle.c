@@ -43,8 +43,7 @@ static bank_db_rc judge(const bank_counter_t *c, const bank_throttle_t *t, apr_i
 bank_db_rc bank_counter_check(bank_db_t *db, const bank_counter_t *c, bank_count_t *out)
 {
     bank_throttle_t t;
-    bank_db_rc rc =
-        bank_store_count_get(db, BANK_COUNTS_SHARED, c->scope, c->subject, cutoff(db, c), &t);
+    bank_db_rc rc = bank_store_count_get(db, c->table, c->scope, c->subject, cutoff(db, c), &t);
 
     memset(out, 0, sizeof(*out));
     return rc != BANK_DB_OK ? rc : judge(c, &t, c->attempts, out);
@@ -54,7 +53,7 @@ bank_db_rc bank_counter_fail(bank_db_t *db, const bank_counter_t *c, bank_count_
 {
     apr_pool_t *p = bank_db_pool(db);
     bank_throttle_t t;
-    bank_db_rc rc = bank_store_count_fail(db, BANK_COUNTS_SHARED, c->scope, c->subject,
+    bank_db_rc rc = bank_store_count_fail(db, c->table, c->scope, c->subject,
                                           bank_time_iso(p, c->now), cutoff(db, c), &t);
 
     memset(out, 0, sizeof(*out));
@@ -63,41 +62,42 @@ bank_db_rc bank_counter_fail(bank_db_t *db, const bank_counter_t *c, bank_count_
     }
     /* Best effort: failures never followed by a success (random e-mails, abandoned
      * customers) must not pile up. */
-    out->prune_failed =
-        bank_store_count_prune(db, BANK_COUNTS_SHARED, c->scope,
-                               bank_throttle_prune_before(p, c->now, c->window)) != BANK_DB_OK;
+    out->prune_failed = bank_counter_prune(db, c) != BANK_DB_OK;
     return judge(c, &t, (apr_int64_t)c->attempts + 1, out);
+}
+
+bank_db_rc bank_counter_prune(bank_db_t *db, const bank_counter_t *c)
+{
+    return bank_store_count_prune(db, c->table, c->scope,
+                                  bank_throttle_prune_before(bank_db_pool(db), c->now, c->window));
+}
+
+/* The DELETE and the read of what it removed commit together, or not at all when the limit
+ * was reached: the count then stays. On PostgreSQL the DELETE waits for a failure being
+ * counted on the row, and a failure counted after it waits for the commit. */
+bank_db_rc bank_counter_take(bank_db_t *db, const bank_counter_t *c, bank_count_t *out)
+{
+    bank_throttle_t t;
+    bank_db_rc rc = bank_store_count_clear(db, c->table, c->scope, c->subject, cutoff(db, c), &t);
+
+    memset(out, 0, sizeof(*out));
+    return rc != BANK_DB_OK ? rc : judge(c, &t, c->attempts, out);
 }
 
 typedef struct {
     const bank_counter_t *c;
-    bank_throttle_t t;
+    bank_count_t *out;
 } clear_t;
 
-/* The DELETE and the read of what it removed commit together, or not at all when the limit
- * was reached: the count then stays. On PostgreSQL the DELETE waits for a failure being
- * counted on the row, and a failure counted after it waits for this commit. */
 static bank_db_rc clear_txn(bank_db_t *db, void *baton)
 {
     clear_t *x = baton;
-    bank_db_rc rc = bank_store_count_clear(db, BANK_COUNTS_SHARED, x->c->scope, x->c->subject,
-                                           cutoff(db, x->c), &x->t);
-    if (rc != BANK_DB_OK) {
-        return rc;
-    }
-    return x->t.failures >= x->c->attempts ? BANK_DB_ROLLBACK : BANK_DB_OK;
+    bank_db_rc rc = bank_counter_take(db, x->c, x->out);
+    return rc != BANK_DB_OK ? rc : x->out->over ? BANK_DB_ROLLBACK : BANK_DB_OK;
 }
 
 bank_db_rc bank_counter_clear(bank_db_t *db, const bank_counter_t *c, bank_count_t *out)
 {
-    clear_t x;
-    bank_db_rc rc;
-
-    memset(&x, 0, sizeof(x));
-    memset(out, 0, sizeof(*out));
-    x.c = c;
-    if ((rc = bank_db_transaction(db, clear_txn, &x)) != BANK_DB_OK) {
-        return rc;
-    }
-    return judge(c, &x.t, c->attempts, out);
+    clear_t x = {c, out};
+    return bank_db_transaction(db, clear_txn, &x);
 }
