@@ -15,7 +15,7 @@ CORE_SRC  := $(filter-out mod_bank/bankctl/%,$(wildcard mod_bank/bank_*.c))
 # httpd glue.
 MOD_SRC   := $(wildcard mod_bank/mod_bank*.c)
 CTL_SRC   := $(wildcard mod_bank/bankctl/*.c)
-HEADERS   := $(wildcard include/*.h mod_bank/bankctl/*.h)
+HEADERS   := $(wildcard include/*.h mod_bank/*.h mod_bank/bankctl/*.h)
 # Where make install puts things; bankctl finds its SQL files there unless BANK_SQL_DIR says.
 PREFIX    ?= /usr/local
 SQLDIR    := $(PREFIX)/share/mod_bank/sql
@@ -104,7 +104,7 @@ install: build
 	install -m 644 conf/bank.conf $(DESTDIR)/etc/apache2/mod_bank/bank.conf
 
 format:
-	clang-format -i mod_bank/*.c mod_bank/bankctl/*.c include/*.h t/unit/*.c t/unit/*.h t/fuzz/*.c \
+	clang-format -i mod_bank/*.c mod_bank/*.h mod_bank/bankctl/*.[ch] include/*.h t/unit/*.c t/unit/*.h t/fuzz/*.c \
 	    t/fuzz/*.h
 
 # cppcheck, clang-format and shellcheck (every script, warnings and notes alike).
@@ -112,7 +112,7 @@ lint:
 	cppcheck --quiet --error-exitcode=1 --enable=warning,performance,portability \
 	    --inline-suppr --suppress=missingIncludeSystem -Iinclude -It/fuzz -DLINUX -D_REENTRANT \
 	    -D_GNU_SOURCE mod_bank/ t/fuzz/
-	clang-format --dry-run --Werror mod_bank/*.c mod_bank/bankctl/*.c include/*.h t/unit/*.c \
+	clang-format --dry-run --Werror mod_bank/*.c mod_bank/*.h mod_bank/bankctl/*.[ch] include/*.h t/unit/*.c \
 	    t/unit/*.h t/fuzz/*.c t/fuzz/*.h
 	shellcheck scripts/* .ci/run
 
