@@ -172,6 +172,68 @@ static int *sqlite_ro_mark(ap_dbd_t *dbd)
     return mark;
 }
 
+/* Prepares every statement of a connection's configuration (other modules' too) on handle,
+ * under its label, into a new *prepared. NULL, or the label that failed. */
+static const char *prepare_all(apr_pool_t *pool, dbd_cfg_t *cfg, const apr_dbd_driver_t *driver,
+                               apr_dbd_t *handle, apr_hash_t **prepared)
+{
+    apr_hash_index_t *hi;
+
+    *prepared = apr_hash_make(pool);
+    for (hi = apr_hash_first(pool, cfg->queries); hi; hi = apr_hash_next(hi)) {
+        const void *label;
+        void *query;
+        apr_dbd_prepared_t *st = NULL;
+
+        apr_hash_this(hi, &label, NULL, &query);
+        if (*(const char *)query && apr_dbd_prepare(driver, pool, handle, query, label, &st) != 0) {
+            return label;
+        }
+        if (st) {
+            apr_hash_set(*prepared, label, APR_HASH_KEY_STRING, st);
+        }
+    }
+    return NULL;
+}
+
+/* What mod_bank needs in every session, set on each new connection. On SQLite the foreign
+ * keys are enforced (each SQLite connection starts with them off) and read back, so the log
+ * shows what the session really has. Setting that flag expires every statement already
+ * prepared on the connection, and apr_dbd's SQLite driver then fails them: a caller whose
+ * statements were prepared before (mod_dbd prepares before its post_connect hooks) passes
+ * cfg and *prepared to have them prepared again. */
+static void session_setup(apr_pool_t *pool, server_rec *s, const apr_dbd_driver_t *driver,
+                          apr_dbd_t *handle, dbd_cfg_t *cfg, apr_hash_t **prepared)
+{
+    bank_db_t *db = bank_db_wrap(pool, driver, handle, NULL);
+    const char *on = NULL, *label;
+
+    if (bank_dbd_is_pgsql(driver)) {
+        if (bank_db_query(db, BANK_PG_SESSION_SQL) != 0) {
+            ap_log_error(APLOG_MARK, APLOG_ERR, 0, s,
+                         BANKLOGNO(0801) "cannot set up the database session: %s",
+                         last_error(pool, driver, handle));
+        }
+        return;
+    }
+    if (bank_db_query(db, BANK_SQLITE_SESSION_SQL) == 0) {
+        bank_db_query_value(db, "PRAGMA foreign_keys", &on);
+    }
+    if (!on || strcmp(on, "1") != 0) {
+        ap_log_error(APLOG_MARK, APLOG_ERR, 0, s,
+                     BANKLOGNO(0812) "SQLite connection: cannot turn foreign keys on: %s",
+                     last_error(pool, driver, handle));
+    } else {
+        ap_log_error(APLOG_MARK, APLOG_DEBUG, 0, s,
+                     BANKLOGNO(0813) "SQLite connection: foreign_keys=%s", on);
+    }
+    if (prepared && (label = prepare_all(pool, cfg, driver, handle, prepared)) != NULL) {
+        ap_log_error(APLOG_MARK, APLOG_ERR, 0, s,
+                     BANKLOGNO(0814) "cannot prepare %s again on a new SQLite connection: %s",
+                     label, last_error(pool, driver, handle));
+    }
+}
+
 /* Opens the connection again as mod_dbd opened it and, if the new one can write, puts it in
  * place of the old one (in mod_dbd's record too, so the pool keeps the new one), then closes
  * the old one. 0 if replaced; -1 (the old one kept) if not. Never inside a transaction. */
@@ -180,8 +242,7 @@ static int sqlite_reopen(request_rec *r, bank_db_t *db, ap_dbd_t *dbd)
     dbd_cfg_t *cfg = NULL;
     apr_dbd_t *handle = NULL, *old = dbd->handle;
     apr_hash_t *prepared;
-    apr_hash_index_t *hi;
-    const char *err = NULL;
+    const char *err = NULL, *label;
     int i, n = 0;
 
     apr_pool_userdata_get((void **)&cfg, BANK_DBD_CFG_KEY, dbd->pool);
@@ -200,6 +261,7 @@ static int sqlite_reopen(request_rec *r, bank_db_t *db, ap_dbd_t *dbd)
     for (i = 0; i < cfg->init_queries->nelts; i++) {
         apr_dbd_query(dbd->driver, handle, &n, APR_ARRAY_IDX(cfg->init_queries, i, const char *));
     }
+    session_setup(r->pool, r->server, dbd->driver, handle, cfg, NULL);
     if (!bank_db_writable(db, handle)) {
         ap_log_rerror(APLOG_MARK, APLOG_DEBUG, 0, r,
                       BANKLOGNO(0810) "a new SQLite connection cannot write either: %s",
@@ -207,24 +269,12 @@ static int sqlite_reopen(request_rec *r, bank_db_t *db, ap_dbd_t *dbd)
         apr_dbd_close(dbd->driver, handle);
         return -1;
     }
-    prepared = apr_hash_make(dbd->pool);
-    for (hi = apr_hash_first(r->pool, cfg->queries); hi; hi = apr_hash_next(hi)) {
-        const void *label;
-        void *query;
-        apr_dbd_prepared_t *st = NULL;
-
-        apr_hash_this(hi, &label, NULL, &query);
-        if (*(const char *)query &&
-            apr_dbd_prepare(dbd->driver, dbd->pool, handle, query, label, &st) != 0) {
-            ap_log_rerror(APLOG_MARK, APLOG_ERR, 0, r,
-                          BANKLOGNO(0807) "cannot prepare %s on a new SQLite connection: %s",
-                          (const char *)label, last_error(r->pool, dbd->driver, handle));
-            apr_dbd_close(dbd->driver, handle);
-            return -1;
-        }
-        if (st) {
-            apr_hash_set(prepared, label, APR_HASH_KEY_STRING, st);
-        }
+    if ((label = prepare_all(dbd->pool, cfg, dbd->driver, handle, &prepared)) != NULL) {
+        ap_log_rerror(APLOG_MARK, APLOG_ERR, 0, r,
+                      BANKLOGNO(0807) "cannot prepare %s on a new SQLite connection: %s", label,
+                      last_error(r->pool, dbd->driver, handle));
+        apr_dbd_close(dbd->driver, handle);
+        return -1;
     }
     dbd->handle = handle;
     dbd->prepared = prepared;
@@ -237,39 +287,35 @@ static int sqlite_reopen(request_rec *r, bank_db_t *db, ap_dbd_t *dbd)
     return 0;
 }
 
-/* mod_dbd's post_connect hook, first: remember the configuration. First, because mod_dbd's
- * own post_connect (its DBDInitSQL, APR_HOOK_MIDDLE) fails for any statement that returns
- * a row, such as SQLite's "PRAGMA busy_timeout = 2000", and a failed hook ends the run. */
-static apr_status_t bank_db_remember(apr_pool_t *pool, dbd_cfg_t *cfg, ap_dbd_t *rec)
+/* mod_dbd's post_connect hook, first: remember the configuration and set up the session.
+ * First, because mod_dbd's own post_connect runs DBDInitSQL and stops at the first
+ * statement that returns a row, such as SQLite's "PRAGMA busy_timeout = 2000": any
+ * DBDInitSQL after that one never runs, and neither does a later hook. */
+static apr_status_t bank_db_post_connect(apr_pool_t *pool, dbd_cfg_t *cfg, ap_dbd_t *rec)
 {
-    (void)pool;
     apr_pool_userdata_setn(cfg, BANK_DBD_CFG_KEY, NULL, rec->pool);
     /* A file httpd's User cannot write now is opened read-only, for good (see above). */
     if (!bank_dbd_is_pgsql(rec->driver) && access(cfg->params, W_OK) != 0) {
         *sqlite_ro_mark(rec) = 1;
     }
+    session_setup(pool, cfg->server, rec->driver, rec->handle, cfg, &rec->prepared);
     return OK;
 }
 
-/* mod_dbd's post_connect hook, after its DBDInitSQL (ours runs last): set what mod_bank
- * needs in a PostgreSQL session. */
-static apr_status_t bank_db_post_connect(apr_pool_t *pool, dbd_cfg_t *cfg, ap_dbd_t *rec)
+/* mod_dbd's post_connect hook, last: on PostgreSQL mod_bank's session settings again, after
+ * DBDInitSQL (when that ran to its end), so they win over an operator's. */
+static apr_status_t bank_db_post_connect_last(apr_pool_t *pool, dbd_cfg_t *cfg, ap_dbd_t *rec)
 {
-    int n = 0;
-
-    if (bank_dbd_is_pgsql(rec->driver) &&
-        apr_dbd_query(rec->driver, rec->handle, &n, BANK_PG_SESSION_SQL) != 0) {
-        ap_log_error(APLOG_MARK, APLOG_ERR, 0, cfg->server,
-                     BANKLOGNO(0801) "cannot set up the database session: %s",
-                     last_error(pool, rec->driver, rec->handle));
+    if (bank_dbd_is_pgsql(rec->driver)) {
+        session_setup(pool, cfg->server, rec->driver, rec->handle, cfg, NULL);
     }
     return OK;
 }
 
 void bank_db_register_hooks(void)
 {
-    APR_OPTIONAL_HOOK(dbd, post_connect, bank_db_remember, NULL, NULL, APR_HOOK_FIRST);
-    APR_OPTIONAL_HOOK(dbd, post_connect, bank_db_post_connect, NULL, NULL, APR_HOOK_LAST);
+    APR_OPTIONAL_HOOK(dbd, post_connect, bank_db_post_connect, NULL, NULL, APR_HOOK_FIRST);
+    APR_OPTIONAL_HOOK(dbd, post_connect, bank_db_post_connect_last, NULL, NULL, APR_HOOK_LAST);
 }
 
 /* Prepared statements in the session: -1 if it cannot be asked (connection lost). */
