@@ -5,7 +5,9 @@
 #define MOD_BANK_IDP_H
 
 #include "mod_bank.h"
+#include "mod_bank_config.h"
 #include "bank_idp.h"
+#include "bank_onboard.h"
 
 /* The Location's BankBvnProvider* settings with their defaults (config.c). */
 void bank_conf_idp(const bank_dir_conf *c, bank_idp_conf_t *out);
@@ -19,6 +21,19 @@ int bank_idp_ask(request_rec *r, const bank_idp_query_t *q, bank_idp_result_t *o
  * Retry-After. */
 int bank_idp_verify(request_rec *r, const bank_idp_query_t *q, bank_idp_result_t *out,
                     int *retry_after);
+/* For bank_onboard (bank_onboard_provider_t.ask): the Location's provider asked about a BVN,
+ * its verdict as the onboarding rule knows verdicts. baton is a bank_idp_onboard_t. */
+typedef struct {
+    request_rec *r;
+    int retry_after; /* BANK_RECORD_UNAVAILABLE: for the 503's Retry-After */
+    const char *why; /* a mismatch: the provider's reason, for the log */
+} bank_idp_onboard_t;
+bank_record_verdict bank_idp_onboard_ask(void *baton, const char *bvn, const char *dob,
+                                         const bank_customer_t *customer, const char **first,
+                                         const char **last);
+/* The 503 of BANK_RECORD_UNAVAILABLE. */
+int bank_idp_unavailable(request_rec *r, const bank_idp_onboard_t *b);
+
 /* libcurl's global set-up and the circuit breaker's shared memory, in the parent before
  * any child exists. */
 int bank_idp_post_config(apr_pool_t *pconf, server_rec *s);

@@ -6,6 +6,7 @@
 #include <apr_shm.h>
 #include <http_protocol.h>
 #include "mod_bank_idp.h"
+#include "mod_bank_http.h"
 
 APLOG_USE_MODULE(bank);
 
@@ -121,4 +122,31 @@ int bank_idp_verify(request_rec *r, const bank_idp_query_t *q, bank_idp_result_t
     }
     *retry_after = BANK_IDP_RETRY_AFTER;
     return HTTP_SERVICE_UNAVAILABLE;
+}
+
+bank_record_verdict bank_idp_onboard_ask(void *baton, const char *bvn, const char *dob,
+                                         const bank_customer_t *customer, const char **first,
+                                         const char **last)
+{
+    bank_idp_onboard_t *b = baton;
+    bank_idp_query_t q = {bvn, dob, customer->first_name, customer->last_name};
+    bank_idp_result_t res;
+
+    if (bank_idp_verify(b->r, &q, &res, &b->retry_after) != OK) {
+        return BANK_RECORD_UNAVAILABLE;
+    }
+    if (res.verdict == BANK_IDP_MATCH) {
+        *first = res.first;
+        *last = res.last;
+        return BANK_RECORD_OK;
+    }
+    b->why = res.why;
+    return res.diff == BANK_IDP_DIFF_DATE    ? BANK_RECORD_DOB
+           : res.diff == BANK_IDP_DIFF_NAMES ? BANK_RECORD_NAMES
+                                             : BANK_RECORD_UNKNOWN;
+}
+
+int bank_idp_unavailable(request_rec *r, const bank_idp_onboard_t *b)
+{
+    return bank_error_unavailable(r, IDP_UNAVAILABLE, b->retry_after);
 }
