@@ -168,6 +168,101 @@ static void test_throttle(bank_db_t *db)
     CHECK(st.throttled && st.record == BANK_RECORD_OK && !st.opened);
 }
 
+/* ---- an identity provider instead of the records table (docs/identity.md) ---- */
+
+typedef struct {
+    int calls;
+    bank_record_verdict says;
+} fake_provider;
+
+static bank_record_verdict fake_ask(void *baton, const char *bvn, const char *dob,
+                                    const bank_customer_t *customer, const char **first,
+                                    const char **last)
+{
+    fake_provider *f = baton;
+    (void)bvn;
+    (void)dob;
+    f->calls++;
+    *first = customer->last_name; /* the provider's order, to see it kept */
+    *last = customer->first_name;
+    return f->says;
+}
+
+static bank_onboard_verdict run_provider(bank_db_t *db, bank_onboard_t *st,
+                                         const bank_onboard_provider_t *provider,
+                                         const char *customer, const char *bvn, const char *dob)
+{
+    memset(st, 0, sizeof(*st));
+    st->customer_id = customer;
+    st->bvn = bvn;
+    st->attempts = 3;
+    st->window = 86400;
+    st->provider = provider;
+    CHECK(bank_onboard(db, st, dob, &bank) == BANK_DB_OK);
+    return st->verdict;
+}
+
+/* The kept record of bvn: names|date|source|phone or "none"|checked or not. */
+static const char *kept(bank_db_t *db, const char *bvn)
+{
+    apr_pool_t *p = bank_db_pool(db);
+    const char *v = NULL;
+    int pg = bank_db_is_pgsql(db);
+
+    if (bank_db_query_value(
+            db,
+            apr_pstrcat(p, "SELECT first_name || '|' || last_name || '|' || ",
+                        pg ? "to_char(date_of_birth, 'YYYY-MM-DD')" : "date_of_birth",
+                        " || '|' || source || '|' || COALESCE(phone, 'none') || '|' || CASE WHEN "
+                        "checked_at IS NULL THEN 'unchecked' ELSE 'checked' END FROM bvn_records "
+                        "WHERE bvn = '",
+                        bvn, "'", (char *)NULL),
+            &v) != 0) {
+        return NULL;
+    }
+    return v ? v : "";
+}
+
+static void test_provider(bank_db_t *db)
+{
+    apr_pool_t *p = bank_db_pool(db);
+    fake_provider f = {0, BANK_RECORD_OK};
+    bank_onboard_provider_t provider = {fake_ask, &f, "dojah"};
+    bank_customer_t c, other;
+    bank_onboard_t st;
+    const char *bvn = apr_psprintf(p, "7%010d", ++fixture_seq);
+
+    /* a match opens the account and keeps what the account needs, in the same transaction */
+    fixture_customer(db, "Ada", "Obi", "pw", &c);
+    CHECK(run_provider(db, &st, &provider, c.id, bvn, "1990-04-12") == BANK_ONBOARD_DONE);
+    CHECK(st.opened && f.calls == 1);
+    CHECK_STR(st.account.account_name, "OBI ADA");
+    CHECK_STR(kept(db, bvn), "Obi|Ada|1990-04-12|dojah|none|checked");
+    /* a repeat, and the BVN sent by another customer, are judged by the kept record */
+    CHECK(run_provider(db, &st, &provider, c.id, bvn, "1990-04-12") == BANK_ONBOARD_DONE);
+    CHECK(!st.opened && f.calls == 1);
+    CHECK(run_provider(db, &st, &provider, c.id, bvn, "1990-04-13") == BANK_ONBOARD_DONE);
+    CHECK(st.record == BANK_RECORD_DOB && f.calls == 1);
+    fixture_customer(db, "Ada", "Obi", "pw", &other);
+    CHECK(run_provider(db, &st, &provider, other.id, bvn, "1990-04-12") == BANK_ONBOARD_TAKEN);
+    CHECK(st.record == BANK_RECORD_OK && f.calls == 1);
+
+    /* the provider unavailable: nothing counted, nothing written */
+    f.says = BANK_RECORD_UNAVAILABLE;
+    bvn = apr_psprintf(p, "7%010d", ++fixture_seq);
+    CHECK(run_provider(db, &st, &provider, other.id, bvn, "1990-04-12") == BANK_ONBOARD_OPEN);
+    CHECK(st.record == BANK_RECORD_UNAVAILABLE && !st.opening && !st.throttled);
+    CHECK(f.calls == 2 && st.count.failures == 0);
+    CHECK_STR(kept(db, bvn), "");
+    /* a mismatch it reports is counted like the table's */
+    f.says = BANK_RECORD_NAMES;
+    CHECK(run_provider(db, &st, &provider, other.id, bvn, "1990-04-12") == BANK_ONBOARD_OPEN);
+    CHECK(st.record == BANK_RECORD_NAMES && !st.opening && st.count.remaining == 2);
+    CHECK(f.calls == 3);
+    CHECK_STR(kept(db, bvn), "");
+    CHECK(bank_onboard_state(db, &st) == BANK_DB_OK && st.verdict == BANK_ONBOARD_OPEN);
+}
+
 static void all(bank_db_t *db)
 {
     test_open_and_repeat(db);
@@ -175,6 +270,7 @@ static void all(bank_db_t *db)
     test_odd_states(db);
     test_halfway(db);
     test_throttle(db);
+    test_provider(db);
 }
 
 static void run_tests(apr_pool_t *p)
