@@ -11,8 +11,7 @@ use Apache::TestRequest ();
 use Time::HiRes ();
 use IO::Socket::INET ();
 use POSIX ();
-use Bank::Docs ();
-use Bank::Test;
+use Bank::Test qw(:DEFAULT free_port);
 use Bank::BvnTest;
 use Bank::Servers qw(main_server concurrent);
 
@@ -278,7 +277,7 @@ for my $p (qw(dojah prembly)) {
     mkdir $tls;
     system("openssl req -x509 -newkey rsa:2048 -nodes -keyout $tls/key.pem -out $tls/cert.pem"
           . " -days 1 -subj /CN=127.0.0.1 >/dev/null 2>&1") == 0 or die 'openssl req failed';
-    my $port = Bank::Docs::free_port();
+    my $port = free_port();
     my $pid  = fork // die "fork: $!";
     if (!$pid) {
         open STDOUT, '>', '/dev/null';

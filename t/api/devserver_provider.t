@@ -7,8 +7,7 @@ use warnings FATAL => 'all';
 use Apache::Test qw(-withtestmore);
 use File::Temp qw(tempdir);
 use Cwd qw(getcwd);
-use Bank::Test;
-use Bank::Docs qw(free_port);
+use Bank::Test qw(:DEFAULT free_port slurp);
 
 my $top  = getcwd();    # run-tests runs the suite from the checkout
 my $dir  = tempdir(CLEANUP => 1, DIR => $ENV{BANK_TEST_ROOT} || '/tmp');
@@ -39,7 +38,7 @@ my $started = is($?, 0, 'dev server with prembly: started') or diag($out);
 END { system("'$top/scripts/devserver' stop >/dev/null 2>&1") if $run && -e "$run/httpd.pid" }
 
 if ($started) {
-    my $conf = do { local (@ARGV, $/) = "$run/httpd.conf"; <> };
+    my $conf = slurp("$run/httpd.conf");
     like($conf, qr/^BankBvnProvider prembly \Q$fake\E$/m, 'httpd.conf: BankBvnProvider');
     like($conf, qr/^BankBvnProviderCredentials "test-app-id" "test-idp-secret-1"$/m,
         'httpd.conf: BankBvnProviderCredentials');
