@@ -1,6 +1,7 @@
 /* BVN verification by an identity provider, asked at the moment of onboarding
- * (docs/identity.md): the two dialects (Dojah, Prembly), their answers judged into one
- * verdict, the HTTP client (libcurl) and a circuit breaker. No httpd dependency: the module
+ * (docs/identity.md): the two dialects (Dojah, Prembly) and their answers judged into one
+ * verdict (bank_idp.c), the HTTP client (libcurl, bank_idp_client.c) and a circuit breaker
+ * (bank_idp_breaker.c). No httpd dependency: the module
  * and bankctl share it. Nothing here logs; the texts it returns for the operator never hold
  * the BVN, the date of birth or the credentials. */
 #ifndef BANK_IDP_H
@@ -62,6 +63,8 @@ typedef struct {
     int reused;       /* the call went over a connection an earlier call of the thread opened */
 } bank_idp_result_t;
 
+/* ---- bank_idp.c ---- */
+
 /* "table", "dojah", "prembly". */
 const char *bank_idp_kind_name(bank_idp_kind kind);
 /* 0 and the kind for one of those names (case-insensitive), else -1. */
@@ -79,9 +82,6 @@ const char *bank_idp_credential_check(const char *s);
 const char *bank_idp_credentials_file(apr_pool_t *p, const char *path, const char **app_id,
                                       const char **secret);
 
-/* libcurl's global set-up: once per process, before any thread (httpd: post_config). */
-int bank_idp_global_init(void);
-
 /* The request each dialect sends (for the client and the unit tests). */
 const char *bank_idp_dojah_url(apr_pool_t *p, const bank_idp_conf_t *c, const bank_idp_query_t *q);
 const char *bank_idp_prembly_body(apr_pool_t *p, const bank_idp_query_t *q);
@@ -92,11 +92,18 @@ void bank_idp_judge(apr_pool_t *p, bank_idp_kind kind, long status, const char *
  * YYYY-MM-DD, or NULL. */
 const char *bank_idp_date(apr_pool_t *p, const char *s);
 
+/* ---- bank_idp_client.c ---- */
+
+/* libcurl's global set-up: once per process, before any thread (httpd: post_config). */
+int bank_idp_global_init(void);
+
 /* Asks the provider. keep: a pool that lives as long as the thread (or the program); the
  * CURL handle kept there is reused, with its open connections, by the calls of that thread
  * (one thread at a time). Results in p. */
 void bank_idp_check(apr_pool_t *p, apr_pool_t *keep, const bank_idp_conf_t *c,
                     const bank_idp_query_t *q, bank_idp_result_t *out);
+
+/* ---- bank_idp_breaker.c ---- */
 
 /* A circuit breaker per base URL, in memory shared by every process of the server (made
  * before the fork) and used without locks. */

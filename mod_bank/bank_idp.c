@@ -1,7 +1,8 @@
-/* BVN verification by an identity provider (docs/identity.md): Dojah's "Validate BVN" and
- * Prembly's "BVN", one libcurl handle per thread, a circuit breaker per base URL. Nothing
- * here logs: callers log the `why` texts, which never hold a BVN, a date or a credential. */
-#include <stdio.h>
+/* BVN verification by an identity provider (docs/identity.md): the providers, their base
+ * URLs and credentials as the directives take them, and the two dialects: Dojah's "Validate
+ * BVN" and Prembly's "BVN", each request built and each answer judged into one verdict. The
+ * call itself is bank_idp_client.c, the circuit breaker bank_idp_breaker.c. Nothing here
+ * logs: callers log the `why` texts, which never hold a BVN, a date or a credential. */
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
@@ -11,8 +12,6 @@
 #include <apr_file_io.h>
 #include <apr_file_info.h>
 #include <apr_user.h>
-#include <apr_atomic.h>
-#include <curl/curl.h>
 #include "bank_idp.h"
 #include "bank_json.h"
 #include "bank_account.h"
@@ -146,15 +145,6 @@ const char *bank_idp_credentials_file(apr_pool_t *p, const char *path, const cha
     *secret = apr_pstrdup(p, s);
     memset(buf, 0, sizeof(buf));
     return NULL;
-}
-
-int bank_idp_global_init(void)
-{
-    static int done = 0;
-    if (!done && curl_global_init(CURL_GLOBAL_DEFAULT) == CURLE_OK) {
-        done = 1;
-    }
-    return done ? 0 : -1;
 }
 
 /* ---- the requests ---- */
@@ -377,228 +367,4 @@ void bank_idp_judge(apr_pool_t *p, bank_idp_kind kind, long status, const char *
     } else {
         judge_prembly(p, o, q, out);
     }
-}
-
-/* ---- the client ---- */
-
-#define CLIENT_KEY "bank_idp:curl"
-
-static apr_status_t client_cleanup(void *h)
-{
-    curl_easy_cleanup(h);
-    return APR_SUCCESS;
-}
-
-/* This thread's handle: its connection cache outlives the request. */
-static CURL *client(apr_pool_t *keep)
-{
-    void *h = NULL;
-    apr_pool_userdata_get(&h, CLIENT_KEY, keep);
-    if (!h && (h = curl_easy_init()) != NULL) {
-        apr_pool_userdata_set(h, CLIENT_KEY, client_cleanup, keep);
-    }
-    return h;
-}
-
-typedef struct {
-    apr_pool_t *p;
-    char *buf;
-    apr_size_t len, cap;
-    int over;
-} answer_t;
-
-static size_t on_data(char *data, size_t size, size_t n, void *baton)
-{
-    answer_t *a = baton;
-    apr_size_t add = size * n;
-
-    if (a->len + add > BANK_IDP_MAX_ANSWER) {
-        a->over = 1;
-        return 0; /* libcurl stops the transfer */
-    }
-    if (a->len + add + 1 > a->cap) {
-        char *grown;
-        while (a->len + add + 1 > a->cap) {
-            a->cap *= 2;
-        }
-        grown = apr_palloc(a->p, a->cap);
-        memcpy(grown, a->buf, a->len);
-        a->buf = grown;
-    }
-    memcpy(a->buf + a->len, data, add);
-    a->len += add;
-    a->buf[a->len] = '\0';
-    return add;
-}
-
-static struct curl_slist *header(struct curl_slist *list, apr_pool_t *p, const char *name,
-                                 const char *value)
-{
-    return curl_slist_append(list, apr_pstrcat(p, name, ": ", value, (char *)NULL));
-}
-
-void bank_idp_check(apr_pool_t *p, apr_pool_t *keep, const bank_idp_conf_t *c,
-                    const bank_idp_query_t *q, bank_idp_result_t *out)
-{
-    CURL *h = client(keep);
-    struct curl_slist *hdr = NULL;
-    answer_t a = {p, NULL, 0, 4096, 0};
-    long status = 0, connect = c->timeout < BANK_IDP_CONNECT_TIMEOUT_MAX
-                                   ? c->timeout
-                                   : BANK_IDP_CONNECT_TIMEOUT_MAX;
-    CURLcode rc;
-
-    memset(out, 0, sizeof(*out));
-    if (!h) {
-        verdict(out, BANK_IDP_UNAVAILABLE, "libcurl could not make a handle");
-        return;
-    }
-    a.buf = apr_palloc(p, a.cap);
-    a.buf[0] = '\0';
-    curl_easy_reset(h);                        /* keeps the open connections */
-    curl_easy_setopt(h, CURLOPT_VERBOSE, 0L);  /* it would print the URL: a BVN and a date */
-    curl_easy_setopt(h, CURLOPT_NOSIGNAL, 1L); /* threads: no SIGALRM for DNS timeouts */
-    curl_easy_setopt(h, CURLOPT_TIMEOUT_MS, (long)c->timeout * 1000L);
-    curl_easy_setopt(h, CURLOPT_CONNECTTIMEOUT_MS, connect * 1000L);
-    curl_easy_setopt(h, CURLOPT_SSL_VERIFYPEER, 1L);
-    curl_easy_setopt(h, CURLOPT_SSL_VERIFYHOST, 2L);
-    /* The scheme the base URL passed bank_idp_url_check with; no redirects followed. */
-    curl_easy_setopt(h, CURLOPT_PROTOCOLS_STR,
-                     strncasecmp(c->base_url, "https:", 6) == 0 ? "https" : "http");
-    curl_easy_setopt(h, CURLOPT_FOLLOWLOCATION, 0L);
-    curl_easy_setopt(h, CURLOPT_MAXFILESIZE_LARGE, (curl_off_t)BANK_IDP_MAX_ANSWER);
-    curl_easy_setopt(h, CURLOPT_USERAGENT, "mod_bank");
-    curl_easy_setopt(h, CURLOPT_WRITEFUNCTION, on_data);
-    curl_easy_setopt(h, CURLOPT_WRITEDATA, &a);
-    hdr = header(hdr, p, "Accept", "application/json");
-    if (c->kind == BANK_IDP_DOJAH) {
-        hdr = header(hdr, p, "AppId", c->app_id);
-        hdr = header(hdr, p, "Authorization", c->secret); /* the key itself, no "Bearer" */
-        curl_easy_setopt(h, CURLOPT_URL, bank_idp_dojah_url(p, c, q));
-        curl_easy_setopt(h, CURLOPT_HTTPGET, 1L);
-    } else {
-        const char *body = bank_idp_prembly_body(p, q);
-        hdr = header(hdr, p, "app-id", c->app_id);
-        hdr = header(hdr, p, "x-api-key", c->secret);
-        hdr = header(hdr, p, "Content-Type", "application/json");
-        curl_easy_setopt(h, CURLOPT_URL,
-                         apr_pstrcat(p, c->base_url, "/verification/bvn", (char *)NULL));
-        curl_easy_setopt(h, CURLOPT_POSTFIELDS, body);
-        curl_easy_setopt(h, CURLOPT_POSTFIELDSIZE, (long)strlen(body));
-    }
-    curl_easy_setopt(h, CURLOPT_HTTPHEADER, hdr);
-    rc = curl_easy_perform(h);
-    curl_easy_setopt(h, CURLOPT_HTTPHEADER, NULL);
-    curl_slist_free_all(hdr);
-    curl_easy_getinfo(h, CURLINFO_RESPONSE_CODE, &status);
-    if (curl_easy_getinfo(h, CURLINFO_NUM_CONNECTS, &connect) == CURLE_OK) {
-        out->reused = rc == CURLE_OK && connect == 0;
-    }
-    if (a.over || rc == CURLE_FILESIZE_EXCEEDED) {
-        verdict(out, BANK_IDP_UNAVAILABLE,
-                apr_psprintf(p, "the answer is larger than %d bytes", BANK_IDP_MAX_ANSWER));
-    } else if (rc == CURLE_OPERATION_TIMEDOUT) {
-        verdict(
-            out, BANK_IDP_UNAVAILABLE,
-            apr_psprintf(p, "no answer within %d seconds (BankBvnProviderTimeout)", c->timeout));
-    } else if (rc != CURLE_OK) {
-        /* libcurl's generic text for the code: its error buffer may quote the URL */
-        verdict(out, BANK_IDP_UNAVAILABLE,
-                apr_pstrcat(p, "no answer: ", curl_easy_strerror(rc), (char *)NULL));
-    } else {
-        int reused = out->reused;
-        bank_idp_judge(p, c->kind, status, a.buf, a.len, q, out);
-        out->reused = reused;
-    }
-}
-
-/* ---- the circuit breaker ----
- * Lock-free over a block of shared memory, so every process of a server sees one breaker
- * per base URL: a slot holds a hash of the URL, the failures in a row and the second the
- * breaker closes again. */
-
-#define BREAKER_SLOTS 64
-
-typedef struct {
-    volatile apr_uint32_t key; /* FNV-1a of the URL, never 0; 0: a free slot */
-    volatile apr_uint32_t failures;
-    volatile apr_uint32_t open_until; /* seconds since the epoch */
-} breaker_slot;
-
-struct bank_idp_breaker_s {
-    breaker_slot slot[BREAKER_SLOTS];
-};
-
-apr_size_t bank_idp_breaker_size(void)
-{
-    return sizeof(bank_idp_breaker_t);
-}
-
-bank_idp_breaker_t *bank_idp_breaker_at(void *mem)
-{
-    memset(mem, 0, sizeof(bank_idp_breaker_t));
-    return mem;
-}
-
-/* The slot of url, taken on first use; NULL when every slot holds another URL: that URL
- * then goes without a breaker. */
-static breaker_slot *find(bank_idp_breaker_t *b, const char *url)
-{
-    apr_uint32_t h = 2166136261u, i;
-    for (; *url; url++) {
-        h = (h ^ (unsigned char)*url) * 16777619u;
-    }
-    h = h ? h : 1;
-    for (i = 0; i < BREAKER_SLOTS; i++) {
-        breaker_slot *s = &b->slot[(h + i) % BREAKER_SLOTS];
-        apr_uint32_t k = apr_atomic_read32(&s->key);
-        if (k == 0) {
-            k = apr_atomic_cas32(&s->key, h, 0);
-            k = k ? k : h;
-        }
-        if (k == h) {
-            return s;
-        }
-    }
-    return NULL;
-}
-
-int bank_idp_breaker_allow(bank_idp_breaker_t *b, const char *url, apr_time_t now)
-{
-    breaker_slot *s = b ? find(b, url) : NULL;
-    apr_uint32_t sec = (apr_uint32_t)apr_time_sec(now), until;
-
-    if (!s || apr_atomic_read32(&s->failures) < BANK_IDP_BREAKER_FAILURES) {
-        return 0;
-    }
-    until = apr_atomic_read32(&s->open_until);
-    if (sec < until) {
-        return (int)(until - sec);
-    }
-    /* Half open: the one call that moves the closing time on is the trial; the others
-     * wait for its outcome. */
-    if (apr_atomic_cas32(&s->open_until, sec + BANK_IDP_BREAKER_OPEN, until) == until) {
-        return 0;
-    }
-    until = apr_atomic_read32(&s->open_until);
-    return sec < until ? (int)(until - sec) : 1;
-}
-
-int bank_idp_breaker_record(bank_idp_breaker_t *b, const char *url, int ok, apr_time_t now)
-{
-    breaker_slot *s = b ? find(b, url) : NULL;
-
-    if (!s) {
-        return 0;
-    }
-    if (ok) {
-        apr_atomic_set32(&s->failures, 0);
-        apr_atomic_set32(&s->open_until, 0);
-        return 0;
-    }
-    if (apr_atomic_inc32(&s->failures) + 1 < BANK_IDP_BREAKER_FAILURES) {
-        return 0;
-    }
-    apr_atomic_set32(&s->open_until, (apr_uint32_t)apr_time_sec(now) + BANK_IDP_BREAKER_OPEN);
-    return 1;
 }

@@ -1,0 +1,97 @@
+/* The identity providers' circuit breaker (docs/identity.md): per base URL, after
+ * BANK_IDP_BREAKER_FAILURES failures in a row no call for BANK_IDP_BREAKER_OPEN seconds, then
+ * one trial call. */
+#include <string.h>
+#include <apr_strings.h>
+#include <apr_atomic.h>
+#include "bank_idp.h"
+
+/* Lock-free over a block of shared memory, so every process of a server sees one breaker
+ * per base URL: a slot holds a hash of the URL, the failures in a row and the second the
+ * breaker closes again. */
+
+#define BREAKER_SLOTS 64
+
+typedef struct {
+    volatile apr_uint32_t key; /* FNV-1a of the URL, never 0; 0: a free slot */
+    volatile apr_uint32_t failures;
+    volatile apr_uint32_t open_until; /* seconds since the epoch */
+} breaker_slot;
+
+struct bank_idp_breaker_s {
+    breaker_slot slot[BREAKER_SLOTS];
+};
+
+apr_size_t bank_idp_breaker_size(void)
+{
+    return sizeof(bank_idp_breaker_t);
+}
+
+bank_idp_breaker_t *bank_idp_breaker_at(void *mem)
+{
+    memset(mem, 0, sizeof(bank_idp_breaker_t));
+    return mem;
+}
+
+/* The slot of url, taken on first use; NULL when every slot holds another URL: that URL
+ * then goes without a breaker. */
+static breaker_slot *find(bank_idp_breaker_t *b, const char *url)
+{
+    apr_uint32_t h = 2166136261u, i;
+    for (; *url; url++) {
+        h = (h ^ (unsigned char)*url) * 16777619u;
+    }
+    h = h ? h : 1;
+    for (i = 0; i < BREAKER_SLOTS; i++) {
+        breaker_slot *s = &b->slot[(h + i) % BREAKER_SLOTS];
+        apr_uint32_t k = apr_atomic_read32(&s->key);
+        if (k == 0) {
+            k = apr_atomic_cas32(&s->key, h, 0);
+            k = k ? k : h;
+        }
+        if (k == h) {
+            return s;
+        }
+    }
+    return NULL;
+}
+
+int bank_idp_breaker_allow(bank_idp_breaker_t *b, const char *url, apr_time_t now)
+{
+    breaker_slot *s = b ? find(b, url) : NULL;
+    apr_uint32_t sec = (apr_uint32_t)apr_time_sec(now), until;
+
+    if (!s || apr_atomic_read32(&s->failures) < BANK_IDP_BREAKER_FAILURES) {
+        return 0;
+    }
+    until = apr_atomic_read32(&s->open_until);
+    if (sec < until) {
+        return (int)(until - sec);
+    }
+    /* Half open: the one call that moves the closing time on is the trial; the others
+     * wait for its outcome. */
+    if (apr_atomic_cas32(&s->open_until, sec + BANK_IDP_BREAKER_OPEN, until) == until) {
+        return 0;
+    }
+    until = apr_atomic_read32(&s->open_until);
+    return sec < until ? (int)(until - sec) : 1;
+}
+
+int bank_idp_breaker_record(bank_idp_breaker_t *b, const char *url, int ok, apr_time_t now)
+{
+    breaker_slot *s = b ? find(b, url) : NULL;
+
+    if (!s) {
+        return 0;
+    }
+    if (ok) {
+        apr_atomic_set32(&s->failures, 0);
+        apr_atomic_set32(&s->open_until, 0);
+        return 0;
+    }
+    if (apr_atomic_inc32(&s->failures) + 1 < BANK_IDP_BREAKER_FAILURES) {
+        return 0;
+    }
+    apr_atomic_set32(&s->open_until, (apr_uint32_t)apr_time_sec(now) + BANK_IDP_BREAKER_OPEN);
+    return 1;
+}
