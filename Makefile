@@ -22,7 +22,7 @@ HEADERS   := $(wildcard include/*.h)
 UNIT_SRC  := $(wildcard t/unit/test_*.c)
 UNIT_BIN  := $(patsubst t/unit/%.c,$(BUILD)/unit/%,$(UNIT_SRC))
 
-.PHONY: all deps build run start stop test unit itest format lint clean bench memcheck install
+.PHONY: all deps build run start stop test unit itest format lint clean bench memcheck install deb
 all: build
 
 deps:
@@ -83,6 +83,11 @@ install: build
 	install -m 755 $(BUILD)/bankctl $(DESTDIR)/usr/local/bin/bankctl
 	cp -r sql $(DESTDIR)/usr/local/share/mod_bank/
 	install -m 644 conf/bank.conf $(DESTDIR)/etc/apache2/mod_bank/bank.conf
+
+# The Debian package build/libapache2-mod-bank_<version>_<arch>.deb (dpkg-deb, then lintian:
+# an error fails the build). Contents and use: docs/deployment.md.
+deb: build
+	@./scripts/mkdeb $(BUILD)/bankctl
 
 format:
 	clang-format -i mod_bank/*.c include/*.h t/unit/*.c t/unit/*.h
