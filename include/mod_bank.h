@@ -69,6 +69,7 @@ const char *bank_location(request_rec *r);
 
 /* Every error of CONTRACT C3, in one table so status, code and headers stay together. */
 typedef enum {
+    BANK_E_BAD_REQUEST,
     BANK_E_INVALID_JSON,
     BANK_E_INVALID_CREDENTIALS,
     BANK_E_UNAUTHORIZED_ACCESS,
@@ -76,6 +77,7 @@ typedef enum {
     BANK_E_FORBIDDEN,
     BANK_E_ROUTE_NOT_FOUND,
     BANK_E_METHOD_NOT_ALLOWED,
+    BANK_E_REQUEST_TIMEOUT,
     BANK_E_BVN_IN_USE,
     BANK_E_ALREADY_VERIFIED,
     BANK_E_PRECONDITION_FAILED,
@@ -201,5 +203,7 @@ void bank_banks_child_init(apr_pool_t *p, server_rec *s);
 int bank_sign_in_handler(request_rec *r);
 int bank_bvn_handler(request_rec *r);
 int bank_webhook_handler(request_rec *r);
+/* bank-error: the ErrorDocument target of the bank Locations (http.c). */
+int bank_error_document_handler(request_rec *r);
 
 #endif

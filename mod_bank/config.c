@@ -6,6 +6,8 @@
 #include <apr_lib.h>
 #include <http_core.h>
 #include <http_request.h>
+#include <apr_file_io.h>
+#include <openssl/crypto.h>
 #include "mod_bank.h"
 #include "bank_nuban.h"
 
@@ -181,20 +183,92 @@ static const char *check_secret(cmd_parms *cmd, const char *arg)
     return NULL;
 }
 
-static const char *check_name(cmd_parms *cmd, const char *arg, apr_size_t max, int token_only)
+/* Which characters a name may hold, besides letters and digits (NULL: any but control
+ * characters). */
+#define NAME_ANY NULL
+#define NAME_PARTNER "-_"
+#define NAME_HEADER "!#$%&'*+-.^_`|~" /* an HTTP field name: RFC 9110 token characters */
+
+/* 1 to max characters (UTF-8 code points), no control character, and with extra set only
+ * letters, digits and the characters in extra. */
+static const char *check_name(cmd_parms *cmd, const char *arg, apr_size_t max, const char *extra)
 {
     const char *c;
-    if (!*arg || strlen(arg) > max) {
+    if (!*arg || bank_utf8_length(arg) > max) {
         return apr_psprintf(cmd->pool, "%s: expected 1 to %" APR_SIZE_T_FMT " characters",
                             cmd->cmd->name, max);
     }
     for (c = arg; *c; c++) {
-        if (apr_iscntrl(*c) || (token_only && !apr_isalnum(*c) && *c != '-' && *c != '_')) {
-            return apr_psprintf(cmd->pool, "%s: '%s' holds a character not allowed here%s",
-                                cmd->cmd->name, arg,
-                                token_only ? " (letters, digits, - and _ only)" : "");
+        if (apr_iscntrl(*c) || (extra && !apr_isalnum(*c) && !strchr(extra, *c))) {
+            return apr_psprintf(cmd->pool, "%s: '%s' holds a character not allowed here%s%s%s",
+                                cmd->cmd->name, arg, extra ? " (letters, digits and " : "",
+                                extra ? extra : "", extra ? " only)" : "");
         }
     }
+    return NULL;
+}
+
+/* An HMAC key is given to us by the partner, so any printable characters are taken, at
+ * least 8 of them; "file:PATH" reads it from a file when httpd reads its configuration (as
+ * root, before it drops privileges), so the key need not sit in httpd.conf. */
+#define HMAC_KEY_MIN 8
+#define HMAC_KEY_MAX 4096
+#define HMAC_KEY_FILE "file:"
+
+static const char *check_hmac_key(cmd_parms *cmd, const char *key)
+{
+    const char *c;
+    apr_size_t n = strlen(key);
+    if (n < HMAC_KEY_MIN || n > HMAC_KEY_MAX) {
+        return apr_psprintf(cmd->pool, "%s: the key must have %d to %d bytes", cmd->cmd->name,
+                            HMAC_KEY_MIN, HMAC_KEY_MAX);
+    }
+    for (c = key; *c; c++) {
+        if (!apr_isgraph(*c)) {
+            return apr_psprintf(cmd->pool,
+                                "%s: the key may hold only printable ASCII characters, no "
+                                "space or control character",
+                                cmd->cmd->name);
+        }
+    }
+    return NULL;
+}
+
+/* The key in file path: owner-only permissions, one line (a final newline is dropped). */
+static const char *read_hmac_key(cmd_parms *cmd, const char *path, const char **key)
+{
+    const char *file = ap_server_root_relative(cmd->pool, path);
+    apr_finfo_t fi;
+    apr_file_t *f = NULL;
+    char buf[HMAC_KEY_MAX + 2];
+    apr_size_t n = sizeof(buf) - 1;
+    apr_status_t rv;
+
+    if (!file || (rv = apr_stat(&fi, file, APR_FINFO_PROT | APR_FINFO_TYPE, cmd->temp_pool)) !=
+                     APR_SUCCESS) {
+        return apr_psprintf(cmd->pool, "%s: cannot read the key file %s", cmd->cmd->name, path);
+    }
+    if (fi.filetype != APR_REG ||
+        (fi.protection & (APR_GREAD | APR_GWRITE | APR_WREAD | APR_WWRITE))) {
+        return apr_psprintf(cmd->pool,
+                            "%s: the key file %s must be a regular file that only its owner "
+                            "can read (chmod 600)",
+                            cmd->cmd->name, path);
+    }
+    if ((rv = apr_file_open(&f, file, APR_FOPEN_READ, 0, cmd->temp_pool)) != APR_SUCCESS ||
+        ((rv = apr_file_read_full(f, buf, n, &n)) != APR_SUCCESS && rv != APR_EOF)) {
+        return apr_psprintf(cmd->pool, "%s: cannot read the key file %s", cmd->cmd->name, path);
+    }
+    apr_file_close(f);
+    buf[n] = '\0';
+    if (n && buf[n - 1] == '\n') {
+        buf[--n] = '\0';
+    }
+    if (n && buf[n - 1] == '\r') {
+        buf[--n] = '\0';
+    }
+    *key = apr_pstrmemdup(cmd->pool, buf, n);
+    OPENSSL_cleanse(buf, sizeof(buf));
     return NULL;
 }
 
@@ -275,7 +349,7 @@ static const char *set_bvn_throttle(cmd_parms *cmd, void *cfg, const char *attem
 
 static const char *set_account_bank(cmd_parms *cmd, void *cfg, const char *arg)
 {
-    const char *err = check_name(cmd, arg, 100, 0);
+    const char *err = check_name(cmd, arg, 100, NAME_ANY);
     if (!err) {
         ((bank_dir_conf *)cfg)->account_bank = apr_pstrdup(cmd->pool, arg);
     }
@@ -294,7 +368,7 @@ static const char *set_account_bank_code(cmd_parms *cmd, void *cfg, const char *
 
 static const char *set_partner(cmd_parms *cmd, void *cfg, const char *arg)
 {
-    const char *err = check_name(cmd, arg, 64, 1);
+    const char *err = check_name(cmd, arg, 64, NAME_PARTNER);
     if (!err) {
         ((bank_dir_conf *)cfg)->partner = apr_pstrdup(cmd->pool, arg);
     }
@@ -305,7 +379,7 @@ static const char *set_signature(cmd_parms *cmd, void *cfg, const char *header, 
                                  const char *key)
 {
     bank_dir_conf *c = cfg;
-    const char *err = check_name(cmd, header, 64, 1);
+    const char *err = check_name(cmd, header, 64, NAME_HEADER);
     if (err) {
         return err;
     }
@@ -317,7 +391,11 @@ static const char *set_signature(cmd_parms *cmd, void *cfg, const char *header, 
         return apr_psprintf(cmd->pool, "%s: the algorithm must be sha256 or sha512, got '%s'",
                             cmd->cmd->name, alg);
     }
-    if ((err = check_secret(cmd, key)) != NULL) {
+    if (!strncmp(key, HMAC_KEY_FILE, strlen(HMAC_KEY_FILE)) &&
+        (err = read_hmac_key(cmd, key + strlen(HMAC_KEY_FILE), &key)) != NULL) {
+        return err;
+    }
+    if ((err = check_hmac_key(cmd, key)) != NULL) {
         return err;
     }
     c->sig_header = apr_pstrdup(cmd->pool, header);
@@ -352,7 +430,7 @@ const command_rec bank_cmds[] = {
     AP_INIT_ITERATE("BankWebhookSecret", set_webhook_secret, NULL, BANK_CTX,
                     "Bearer values the payment partner may send (several for rotation)"),
     AP_INIT_TAKE3("BankWebhookSignature", set_signature, NULL, BANK_CTX,
-                  "HEADER sha256|sha512 KEY: also require an HMAC of the raw body"),
+                  "HEADER sha256|sha512 KEY|file:PATH: also require an HMAC of the raw body"),
     AP_INIT_TAKE1("BankWebhookPartner", set_partner, NULL, BANK_CTX,
                   "Partner name recorded on each notice (default: last Location segment)"),
     {NULL}};

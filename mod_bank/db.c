@@ -60,6 +60,28 @@ static const ap_directive_t *find_vhost(const ap_directive_t *d, const server_re
     return NULL;
 }
 
+/* 1 if server sp shares its mod_dbd configuration with a server before it in the list. A
+ * <VirtualHost> with no DBD directive of its own gets the main server's mod_dbd record itself
+ * (httpd's merge copies the pointer), and preparing our labels a second time into the same
+ * record makes mod_dbd warn "conflicting SQL statements with label" (AH02653) once per
+ * statement and virtual host, on every start and graceful restart. */
+static int dbd_config_prepared(server_rec *sp, server_rec *first)
+{
+    module *dbd = ap_find_linked_module("mod_dbd.c");
+    const void *mine;
+    server_rec *prev;
+
+    if (!dbd || !(mine = ap_get_module_config(sp->module_config, dbd))) {
+        return 0;
+    }
+    for (prev = first; prev != sp; prev = prev->next) {
+        if (ap_get_module_config(prev->module_config, dbd) == mine) {
+            return 1;
+        }
+    }
+    return 0;
+}
+
 /* Statements differ per driver only where PostgreSQL needs casts; the driver a server uses
  * is read from its configuration, the way mod_dbd itself will see it. */
 int bank_db_post_config(apr_pool_t *pconf, apr_pool_t *plog, apr_pool_t *ptemp, server_rec *s)
@@ -83,6 +105,9 @@ int bank_db_post_config(apr_pool_t *pconf, apr_pool_t *plog, apr_pool_t *ptemp, 
     }
     for (sp = s; sp; sp = sp->next) {
         const char *driver = main_driver;
+        if (dbd_config_prepared(sp, s)) {
+            continue;
+        }
         if (sp->is_virtual) {
             const ap_directive_t *v = find_vhost(ap_conftree, sp);
             if (v && v->first_child) {
