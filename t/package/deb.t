@@ -8,9 +8,9 @@ use warnings FATAL => 'all';
 use Apache::Test qw(-withtestmore);
 use Cwd ();
 use File::Temp ();
-use IO::Socket::INET ();
 use LWP::UserAgent ();
 use Bank::Test qw(decode_body);
+use Bank::Docs qw(slurp spew free_port);
 
 my $top = Cwd::getcwd();
 my $out = `make -s deb 2>&1`;
@@ -69,10 +69,7 @@ is($?, 0, 'bankctl customer add') or diag($out);
 # --- httpd with what the package installs -----------------------------------------------------
 # bank.load and the example site name the installed paths (/usr/...): here those files are
 # under $root, so the two are read through a rewrite of the paths into $root.
-my $port = do {
-    my $s = IO::Socket::INET->new(Listen => 1, LocalAddr => '127.0.0.1', LocalPort => 0) or die $!;
-    $s->sockport;
-};
+my $port = free_port();
 my $site = slurp("$root/usr/share/doc/libapache2-mod-bank/examples/site.conf");
 $site =~ s{<VirtualHost \*:80>}{<VirtualHost 127.0.0.1:$port>};
 $site =~ s{/var/lib/mod_bank}{$var}g;
@@ -123,6 +120,3 @@ for (1 .. 100) {
 }
 
 done_testing();
-
-sub slurp { my ($f) = @_; open my $fh, '<', $f or die "$f: $!"; local $/; return <$fh> }
-sub spew  { my ($f, $t) = @_; open my $fh, '>', $f or die "$f: $!"; print $fh $t; close $fh }
