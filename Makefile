@@ -16,7 +16,7 @@ CORE_SRC  := mod_bank/util.c mod_bank/token.c mod_bank/password.c mod_bank/nuban
              mod_bank/account.c mod_bank/customer.c
 # httpd glue.
 MOD_SRC   := mod_bank/mod_bank.c mod_bank/config.c mod_bank/http.c mod_bank/db.c \
-             mod_bank/auth.c mod_bank/banks.c mod_bank/sign_in.c mod_bank/bvn.c \
+             mod_bank/auth.c mod_bank/banks.c mod_bank/sign_in.c mod_bank/sign_out.c mod_bank/bvn.c \
              mod_bank/webhook.c mod_bank/throttle.c
 HEADERS   := $(wildcard include/*.h)
 UNIT_SRC  := $(wildcard t/unit/test_*.c)

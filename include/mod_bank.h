@@ -201,6 +201,7 @@ const char *bank_bearer(request_rec *r);
 int bank_banks_handler(request_rec *r);
 void bank_banks_child_init(apr_pool_t *p, server_rec *s);
 int bank_sign_in_handler(request_rec *r);
+int bank_sign_out_handler(request_rec *r);
 int bank_bvn_handler(request_rec *r);
 int bank_webhook_handler(request_rec *r);
 /* bank-error: the ErrorDocument target of the bank Locations (http.c). */

@@ -17,7 +17,7 @@ static const struct {
 } handlers[] = {
     {"bank-sign-in", bank_sign_in_handler},      {"bank-bvn", bank_bvn_handler},
     {"bank-banks", bank_banks_handler},          {"bank-webhook", bank_webhook_handler},
-    {"bank-error", bank_error_document_handler},
+    {"bank-error", bank_error_document_handler}, {"bank-sign-out", bank_sign_out_handler},
 };
 
 /* A <Location /x> also catches /x/anything: each endpoint serves its own path (and a

@@ -28,6 +28,9 @@ const bank_stmt_t bank_statements[] = {
      "INSERT INTO auth_access_tokens (tokenable_id, type, name, hash, abilities, created_at,"
      " updated_at, expires_at) VALUES (CAST(%s AS uuid), 'auth_token', NULL, %s, %s, %pDz,"
      " %pDz, %pDz) RETURNING id"},
+    /* sign_out.c: the token the request carries. */
+    {"bank_token_delete", "DELETE FROM auth_access_tokens WHERE id = %lld AND type = 'auth_token'",
+     NULL},
     {"bank_token_revoke_all",
      "DELETE FROM auth_access_tokens WHERE tokenable_id = %s",
      "DELETE FROM auth_access_tokens WHERE tokenable_id = CAST(%s AS uuid)"},

@@ -67,6 +67,7 @@ sub _schema { return $schema //= load_document() }
 sub operation_for {
     my ($path) = @_;
     return '/auth/sign_in'       if $path =~ m{/sign_in(?:/.*)?\z};
+    return '/auth/sign_out'      if $path =~ m{/sign_out(?:/.*)?\z};
     return '/onboarding/bvn'     if $path =~ m{/onboarding/bvn(?:/.*)?\z};
     return '/misc/payment_banks' if $path =~ m{/(?:misc/payment_banks|v2/banks|short/banks)(?:/.*)?\z};
     return '/webhook/{partner}'  if $path =~ m{^/webhook/[^/]+};

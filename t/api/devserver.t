@@ -1,0 +1,44 @@
+# The dev server (scripts/devserver, make start): the commands it prints work as printed.
+# The token it prints signs out with the printed sign-out command, and is refused after.
+use strict;
+use warnings FATAL => 'all';
+use Apache::Test qw(-withtestmore);
+use File::Temp qw(tempdir);
+use Cwd qw(getcwd);
+use Bank::Test;
+use Bank::Docs qw(free_port);
+
+my $top  = getcwd();    # run-tests runs the suite from the checkout
+my $dir  = tempdir(CLEANUP => 1, DIR => $ENV{BANK_TEST_ROOT} || '/tmp');
+my $run  = "$dir/run";
+my $port = free_port();
+local $ENV{PORT}         = $port;
+local $ENV{BANK_RUN_DIR} = $run;
+local $ENV{BANK_DB}      = 'sqlite3';
+delete local $ENV{BANK_PG_PARAMS};
+my $out = `'$top/scripts/devserver' start 2>&1`;
+is($?, 0, 'dev server started') or diag($out);
+END { system("'$top/scripts/devserver' stop >/dev/null 2>&1") if $run && -e "$run/httpd.pid" }
+
+# The printed lines, by the sentence above each.
+sub printed {
+    my ($title) = @_;
+    my ($cmd) = $out =~ /^\Q$title\E[^\n]*\n  ([^\n]+)$/m;
+    ok($cmd, "printed: $title") or diag($out);
+    return $cmd // 'false';
+}
+my ($token) = $out =~ /^  TOKEN=(oat_\S+)$/m;
+ok($token, 'a token is printed');
+local $ENV{TOKEN} = $token // '';
+
+my $banks = printed('Banks for payments:');
+like(`$banks`, qr/^\{"body":\{"banks":\[/, 'the printed bank-list command: the list');
+
+my $sign_out = printed('Sign out');
+like($sign_out, qr{-X POST http://127\.0\.0\.1:$port/auth/sign_out -H "Authorization: Bearer \$TOKEN"},
+    'the sign-out command');
+is(`$sign_out`, '{"body":{"revoked":true}}', 'the printed sign-out command revokes the token');
+like(`$banks`, qr/"code":"E_UNAUTHORIZED_ACCESS"/, 'the bank list then refuses the token');
+
+system("'$top/scripts/devserver' stop >/dev/null 2>&1");
+done_testing();
