@@ -13,11 +13,11 @@ LIBS      := -ljson-c -lcrypto -lcrypt
 # Pure code: no httpd dependency; linked by the module, bankctl and the C unit tests.
 CORE_SRC  := mod_bank/util.c mod_bank/token.c mod_bank/password.c mod_bank/nuban.c \
              mod_bank/validate.c mod_bank/json.c mod_bank/sql.c mod_bank/notice.c \
-             mod_bank/account.c mod_bank/customer.c
+             mod_bank/account.c mod_bank/customer.c mod_bank/bank_metrics.c
 # httpd glue.
 MOD_SRC   := mod_bank/mod_bank.c mod_bank/config.c mod_bank/http.c mod_bank/db.c \
              mod_bank/auth.c mod_bank/banks.c mod_bank/sign_in.c mod_bank/sign_out.c mod_bank/bvn.c \
-             mod_bank/webhook.c mod_bank/throttle.c
+             mod_bank/webhook.c mod_bank/throttle.c mod_bank/mod_bank_metrics.c
 HEADERS   := $(wildcard include/*.h)
 UNIT_SRC  := $(wildcard t/unit/test_*.c)
 UNIT_BIN  := $(patsubst t/unit/%.c,$(BUILD)/unit/%,$(UNIT_SRC))

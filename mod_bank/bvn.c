@@ -7,6 +7,7 @@
 #include <http_protocol.h>
 #include <http_request.h>
 #include "mod_bank.h"
+#include "mod_bank_metrics.h"
 #include "bank_account.h"
 #include "bank_customer.h"
 #include "bank_json.h"
@@ -112,6 +113,7 @@ static int answer(request_rec *r, const bvn_state_t *st, int opened)
     case BVN_DONE:
         body = bank_json_own(r->pool, json_object_new_object());
         json_object_object_add(body, "customer", customer_json(r->pool, st->customer, st->account));
+        bank_metrics_outcome(r, opened ? BANK_M_BVN_VERIFIED : BANK_M_BVN_REPEAT);
         return bank_send_json(r, HTTP_OK, body,
                               opened ? "BVN verified successfully" : "BVN already verified");
     case BVN_OTHER:
@@ -397,6 +399,7 @@ static int check_record(request_rec *r, bank_db_t *db, const bvn_state_t *st, co
     errs = bank_errors_new(r->pool);
     bank_errors_add(errs, "bvn_number", "bvn_mismatch", BVN_MISMATCH);
     bank_rate_headers(r, throttle->attempts, left);
+    bank_metrics_outcome(r, BANK_M_BVN_MISMATCH);
     return bank_error_validation(r, errs);
 }
 

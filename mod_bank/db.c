@@ -8,6 +8,7 @@
 #include <http_protocol.h>
 #include <http_request.h>
 #include "mod_bank.h"
+#include "mod_bank_metrics.h"
 #include <mod_dbd.h>
 
 APLOG_USE_MODULE(bank);
@@ -308,6 +309,7 @@ int bank_error_db(request_rec *r, bank_db_t *db, bank_db_rc rc, const char *what
 {
     const char *error;
 
+    bank_metrics_count_one(BANK_M_DB_ERRORS);
     if (!db) {
         return bank_error_unavailable(r, NULL, BANK_DB_RETRY_AFTER);
     }

@@ -8,6 +8,7 @@
 #include <http_request.h>
 #include <util_filter.h>
 #include "mod_bank.h"
+#include "mod_bank_metrics.h"
 #include "bank_json.h"
 #include "bank_util.h"
 
@@ -91,6 +92,7 @@ int bank_error(request_rec *r, bank_error_id id, const char *message,
     json_object_object_add(doc, "body", NULL);
     json_object_object_add(doc, "message", json_object_new_string(message));
     json_object_object_add(doc, "code", json_object_new_string(errors[id].code));
+    bank_metrics_error(r, errors[id].code);
     if (errs && errs->nelts > 0) {
         for (i = 0; i < errs->nelts; i++) {
             const bank_field_error_t *e = &APR_ARRAY_IDX(errs, i, bank_field_error_t);

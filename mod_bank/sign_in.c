@@ -7,6 +7,7 @@
 #include <http_protocol.h>
 #include <http_request.h>
 #include "mod_bank.h"
+#include "mod_bank_metrics.h"
 #include "bank_customer.h"
 #include "bank_json.h"
 #include "bank_password.h"
@@ -134,12 +135,23 @@ static int refuse(sign_in_t *s, const char *why)
     return bank_error(s->r, BANK_E_INVALID_CREDENTIALS, NULL, NULL);
 }
 
+/* bank_password_verify, counted while it runs (bank_password_verifications_waiting). */
+static int verify(sign_in_t *s, const char *stored)
+{
+    int rc;
+
+    bank_metrics_password(1);
+    rc = bank_password_verify(s->r->pool, s->password, stored);
+    bank_metrics_password(-1);
+    return rc;
+}
+
 /* 1 if the password matches. An unknown e-mail and an unreadable stored hash still cost one
  * verification, so the answer's timing does not tell them from a wrong password. */
 static int password_ok(sign_in_t *s, const bank_rows_t *rows, const char **why)
 {
     const char *stored = rows->nrows == 1 ? bank_rows_get(rows, 0, BANK_CUST_PASSWORD) : NULL;
-    int rc = bank_password_verify(s->r->pool, s->password, stored ? stored : bank_password_dummy());
+    int rc = verify(s, stored ? stored : bank_password_dummy());
 
     if (!stored) {
         *why = "unknown e-mail";
@@ -150,7 +162,7 @@ static int password_ok(sign_in_t *s, const bank_rows_t *rows, const char **why)
                       BANKLOGNO(0504) "customer %s: stored password hash is in no format "
                                       "mod_bank reads (scrypt or bcrypt)",
                       bank_rows_get(rows, 0, BANK_CUST_ID));
-        bank_password_verify(s->r->pool, s->password, bank_password_dummy());
+        verify(s, bank_password_dummy());
     }
     *why = "wrong password";
     return rc == BANK_PW_MATCH;
