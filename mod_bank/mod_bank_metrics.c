@@ -128,7 +128,7 @@ void bank_metrics_request(request_rec *r, bank_endpoint_t e, int rc)
 
 static const char *snapshot(apr_pool_t *p)
 {
-    static const bank_metrics_t none; /* before post_config, or without shared memory */
+    static bank_metrics_t none; /* before post_config, or without shared memory: all 0 */
     return bank_metrics_prometheus(p, metrics ? metrics : &none);
 }
 
