@@ -94,6 +94,29 @@ Include "$confdir/mods-enabled/*.conf"
 Include "$root/site.conf"
 EOF
 my $httpd = $ENV{APACHE_TEST_HTTPD} || '/usr/sbin/apache2';
+
+# a2enmod bank alone (no site maps a handler, no database set): httpd starts, serves nothing
+# of mod_bank, and says that sign-in there would take no client key.
+(my $bare = slurp("$root/httpd.conf")) =~ s{^Include "\Q$root\E/site\.conf"\n}{}m;
+spew("$root/bare.conf", $bare =~ s{ErrorLog "\Q$root\E/error_log"}{ErrorLog "$root/bare_log"}r);
+$out = `$httpd -f $root/bare.conf -k start 2>&1`;
+is($?, 0, 'the module enabled without a site: httpd starts') or diag($out);
+my $bare_res;
+Bank::OpenAPI::enabled(0);    # httpd's own page for an unmapped path: not the API's answer
+for (1 .. 50) {
+    $bare_res = LWP::UserAgent->new(timeout => 10)->get("http://127.0.0.1:$port/auth/sign_in");
+    last unless $bare_res->header('Client-Warning');
+    select undef, undef, undef, 0.1;
+}
+Bank::OpenAPI::enabled(1);
+is($bare_res->code, 404, 'and maps no endpoint (httpd\'s own 404)');
+system($httpd, '-f', "$root/bare.conf", '-k', 'stop');
+for (1 .. 100) {
+    last unless -e "$root/httpd.pid";
+    select undef, undef, undef, 0.1;
+}
+like(slurp("$root/bare_log"), qr/BANK0001: BankClientKey is not set/, 'start-up warned about the client key');
+
 $out = `$httpd -f $root/httpd.conf -t 2>&1`;
 is($?, 0, 'httpd -t accepts the configuration') or diag($out);
 $out = `$httpd -f $root/httpd.conf -k start 2>&1`;
