@@ -7,6 +7,8 @@ use warnings FATAL => 'all';
 use Apache::Test qw(-withtestmore);
 use Apache::TestRequest qw(GET);
 use File::Temp ();
+use LWP::UserAgent ();
+use POSIX ();
 use Bank::Test;
 use Bank::BvnTest qw(verifiable bvn_post next_bvn);
 use Bank::Webhook qw(deliver notice);
@@ -156,6 +158,35 @@ for my $e (qw(sign_in sign_out bvn banks webhook)) {
 my $slow = qq{bank_request_duration_seconds_bucket{endpoint="sign_in",le="0.025"}};
 ok($after->{$slow} - $before->{$slow} < 7, 'sign-in: not every sign-in under 25 ms (scrypt runs)');
 
+# --- the gauge: password verifications under way while sign-ins run -------------------------
+# A child signs in over and over (each spends tens of milliseconds in scrypt); meanwhile the
+# gauge is read until it shows one under way.
+my $kid = fork // die "fork: $!";
+if (!$kid) {
+    my $ua = LWP::UserAgent->new(keep_alive => 1, timeout => 30);
+    for (1 .. 20) {
+        json_request('POST', '/auth/sign_in', ua => $ua, headers => { Authorization => "Bearer $KEY" },
+            body => { email => $a->{email}, password => $a->{password}, deviceToken => 'gauge' });
+    }
+    POSIX::_exit(0);
+}
+my $busy = 0;
+for (1 .. 300) {
+    my $g = samples(scrape()->content)->{bank_password_verifications_waiting};
+    $busy = $g if $g > $busy;
+    last if $busy >= 1 || waitpid($kid, POSIX::WNOHANG()) == $kid;
+    select undef, undef, undef, 0.01;
+}
+waitpid $kid, 0;
+cmp_ok($busy, '>=', 1, 'bank_password_verifications_waiting counts a verification under way');
+my $rest;
+for (1 .. 50) {    # the last one ends a moment after its answer
+    $rest = samples(scrape()->content)->{bank_password_verifications_waiting};
+    last if $rest == 0;
+    select undef, undef, undef, 0.1;
+}
+is($rest, 0, 'and is 0 again once they are done');
+
 # --- promtool accepts the output, and would reject a broken one -------------------------------
 sub promtool {
     my ($t) = @_;
@@ -174,6 +205,7 @@ isnt($rc, 0, 'promtool rejects a broken exposition (the check above can fail)');
 isnt($rc, 0, 'promtool flags a counter without _total');
 
 # --- mod_status's page has the same numbers ---------------------------------------------------------
+$after = samples(scrape()->content);    # no traffic from here on
 my $auto = GET('/server-status?auto');
 is($auto->code, 200, '/server-status?auto');
 my $k = 'bank_sign_ins_total{outcome="ok"}';
