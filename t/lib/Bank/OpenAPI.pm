@@ -71,6 +71,7 @@ sub operation_for {
     return '/onboarding/bvn'     if $path =~ m{/onboarding/bvn(?:/.*)?\z};
     return '/misc/payment_banks' if $path =~ m{/(?:misc/payment_banks|v2/banks|short/banks)(?:/.*)?\z};
     return '/webhook/{partner}'  if $path =~ m{^/webhook/[^/]+};
+    return '/metrics'            if $path =~ m{^/metrics(?:-elsewhere)?\z};
     return undef;
 }
 
