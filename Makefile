@@ -21,8 +21,13 @@ MOD_SRC   := mod_bank/mod_bank.c mod_bank/config.c mod_bank/http.c mod_bank/db.c
 HEADERS   := $(wildcard include/*.h)
 UNIT_SRC  := $(wildcard t/unit/test_*.c)
 UNIT_BIN  := $(patsubst t/unit/%.c,$(BUILD)/unit/%,$(UNIT_SRC))
+# libFuzzer harnesses (t/fuzz/fuzz_*.c), each run for FUZZ_SECONDS by `make fuzz`.
+FUZZ_CC   ?= clang
+FUZZ_SECONDS ?= 30
+FUZZ_SRC  := $(wildcard t/fuzz/fuzz_*.c)
+FUZZ_BIN  := $(patsubst t/fuzz/%.c,$(BUILD)/fuzz/%,$(FUZZ_SRC))
 
-.PHONY: all deps build run start stop test unit itest format lint clean bench memcheck install deb
+.PHONY: all deps build run start stop test unit itest fuzz format lint clean bench memcheck install deb
 all: build
 
 deps:
@@ -50,6 +55,19 @@ $(BUILD)/unit/%: t/unit/%.c t/unit/unit.h $(CORE_SRC) $(HEADERS)
 # C unit tests of the pure code, under AddressSanitizer and UBSan.
 unit: $(UNIT_BIN)
 	@./scripts/run-unit $(UNIT_BIN)
+
+# UB aborts (no recovery) so that libFuzzer keeps the input; the fuzz build mode lowers the
+# password cost ceilings (mod_bank/password.c).
+$(BUILD)/fuzz/%: t/fuzz/%.c t/fuzz/fuzz.h $(CORE_SRC) $(HEADERS)
+	@mkdir -p $(BUILD)/fuzz
+	$(FUZZ_CC) -O1 -g $(WARN) -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined \
+	    -fno-omit-frame-pointer -DFUZZING_BUILD_MODE_UNSAFE_FOR_PRODUCTION -Iinclude -It/fuzz \
+	    $(APR_INC) -o $@ $< $(CORE_SRC) -lapr-1 -laprutil-1 $(LIBS)
+
+# Each harness for FUZZ_SECONDS from the committed seeds (t/fuzz/corpus, read-only); fails on
+# any crash, leak, UB or timeout. Findings go to build/fuzz/crashes/ (docs/operations.md).
+fuzz: $(FUZZ_BIN)
+	@FUZZ_SECONDS=$(FUZZ_SECONDS) ./scripts/run-fuzz $(FUZZ_BIN)
 
 # The Apache::Test suite against a real httpd with the built module.
 itest: build $(BUILD)/unit/test_db_pg
@@ -90,13 +108,14 @@ deb: build
 	@./scripts/mkdeb $(BUILD)/bankctl
 
 format:
-	clang-format -i mod_bank/*.c include/*.h t/unit/*.c t/unit/*.h
+	clang-format -i mod_bank/*.c include/*.h t/unit/*.c t/unit/*.h t/fuzz/*.c t/fuzz/*.h
 
 lint:
 	cppcheck --quiet --error-exitcode=1 --enable=warning,performance,portability \
-	    --inline-suppr --suppress=missingIncludeSystem -Iinclude -DLINUX -D_REENTRANT \
-	    -D_GNU_SOURCE mod_bank/
-	clang-format --dry-run --Werror mod_bank/*.c include/*.h t/unit/*.c t/unit/*.h
+	    --inline-suppr --suppress=missingIncludeSystem -Iinclude -It/fuzz -DLINUX -D_REENTRANT \
+	    -D_GNU_SOURCE mod_bank/ t/fuzz/
+	clang-format --dry-run --Werror mod_bank/*.c include/*.h t/unit/*.c t/unit/*.h t/fuzz/*.c \
+	    t/fuzz/*.h
 
 clean:
 	rm -rf $(BUILD) mod_bank/.libs mod_bank/*.lo mod_bank/*.slo mod_bank/*.o mod_bank.la \

@@ -55,6 +55,10 @@ struct bank_db_s {
     int txn_failed;    /* a statement failed inside the transaction: it can only roll back */
     int txn_cleanup;   /* the pool cleanup that rolls back a forgotten txn is registered */
     const char *error; /* last driver error text, for the log only */
+    /* SQLite refused a write (SQLITE_READONLY: the file, its directory or the file system
+     * is read-only to httpd's User). The answer is 503, and recover tries a new connection:
+     * SQLite opens a file it cannot write read-only and keeps it so (db.c). */
+    int read_only;
     /* Set by the module (NULL in bankctl): after a failed statement, finds out whether the
      * connection was lost or re-opened under it and, if so, restores its session (init SQL,
      * prepared statements) so the pooled connection is whole again. Outside a transaction
@@ -110,6 +114,8 @@ int bank_db_bool(const char *v);
 /* The session settings mod_bank needs on a PostgreSQL connection, whatever the server's or
  * role's defaults: ISO dates (bank_time_parse reads them in any TimeZone) and UTF-8. */
 #define BANK_PG_SESSION_SQL "SET DateStyle = 'ISO'; SET client_encoding = 'UTF8'"
+/* SQLite enforces foreign keys only when each connection asks for it. */
+#define BANK_SQLITE_SESSION_SQL "PRAGMA foreign_keys = ON"
 
 #define BANK_NARGS(a) ((int)(sizeof(a) / sizeof((a)[0])))
 

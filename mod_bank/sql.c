@@ -205,6 +205,11 @@ static bank_db_rc classify(bank_db_t *db, int rv)
     if (db->in_txn) {
         db->txn_failed = 1;
     }
+    /* SQLITE_READONLY's own text: the driver's statements are prepared the legacy way, so
+     * a step that fails returns SQLITE_ERROR whatever the reason. */
+    if (!bank_db_is_pgsql(db->driver) && strstr(db->error, "readonly database")) {
+        db->read_only = 1;
+    }
     /* SQLITE_BUSY (5) / SQLITE_LOCKED (6) after the driver's own retries and busy_timeout;
      * PostgreSQL reports lock and statement time-outs in the message text. */
     if ((strcmp(apr_dbd_name(db->driver), "sqlite3") == 0 && (rv == 5 || rv == 6)) ||
@@ -328,7 +333,9 @@ static bank_db_rc run_select(bank_db_t *db, const char *label, bank_rows_t *out,
     }
     /* random=1: the pgsql driver reports SQL errors only in that mode. */
     rv = apr_dbd_pselect(db->driver, db->pool, db->handle, &res, st, 1, nargs, (const char **)args);
-    if (rv != 0 && retry(db, classify(db, rv), is_select(db, label))) {
+    /* looked up again: recover may have replaced the connection and its statements */
+    if (rv != 0 && retry(db, classify(db, rv), is_select(db, label)) &&
+        (st = lookup(db, label)) != NULL) {
         res = NULL;
         rv = apr_dbd_pselect(db->driver, db->pool, db->handle, &res, st, 1, nargs,
                              (const char **)args);
@@ -362,7 +369,7 @@ bank_db_rc bank_db_exec(bank_db_t *db, const char *label, int *affected, int nar
     }
     mine = hold(db);
     rv = apr_dbd_pquery(db->driver, db->pool, db->handle, &n, st, nargs, (const char **)args);
-    if (rv != 0 && retry(db, classify(db, rv), 0)) {
+    if (rv != 0 && retry(db, classify(db, rv), 0) && (st = lookup(db, label)) != NULL) {
         rv = apr_dbd_pquery(db->driver, db->pool, db->handle, &n, st, nargs, (const char **)args);
     }
     if (mine) {
