@@ -11,14 +11,16 @@ APR_INC    = $$(apr-1-config --includes) $$(apr-1-config --cppflags)
 LIBS      := -ljson-c -lcrypto -lcrypt
 
 # Pure code: no httpd dependency; linked by the module, bankctl and the C unit tests.
-CORE_SRC  := mod_bank/util.c mod_bank/token.c mod_bank/password.c mod_bank/nuban.c \
-             mod_bank/validate.c mod_bank/json.c mod_bank/sql.c mod_bank/notice.c \
-             mod_bank/account.c mod_bank/customer.c mod_bank/bank_metrics.c
+CORE_SRC  := $(filter-out mod_bank/bankctl/%,$(wildcard mod_bank/bank_*.c))
 # httpd glue.
-MOD_SRC   := mod_bank/mod_bank.c mod_bank/config.c mod_bank/http.c mod_bank/db.c \
-             mod_bank/auth.c mod_bank/banks.c mod_bank/sign_in.c mod_bank/sign_out.c mod_bank/bvn.c \
-             mod_bank/webhook.c mod_bank/throttle.c mod_bank/mod_bank_metrics.c
-HEADERS   := $(wildcard include/*.h)
+MOD_SRC   := $(wildcard mod_bank/mod_bank*.c)
+CTL_SRC   := $(wildcard mod_bank/bankctl/*.c)
+HEADERS   := $(wildcard include/*.h mod_bank/*.h mod_bank/bankctl/*.h)
+# Where make install puts things; bankctl finds its SQL files there unless BANK_SQL_DIR says.
+PREFIX    ?= /usr/local
+SQLDIR    := $(PREFIX)/share/mod_bank/sql
+# Where the Debian package (make deb) puts the SQL files; its bankctl looks there.
+DEB_SQLDIR := /usr/share/mod_bank/sql
 UNIT_SRC  := $(wildcard t/unit/test_*.c)
 UNIT_BIN  := $(patsubst t/unit/%.c,$(BUILD)/unit/%,$(UNIT_SRC))
 # libFuzzer harnesses (t/fuzz/fuzz_*.c), each run for FUZZ_SECONDS by `make fuzz`.
@@ -42,12 +44,16 @@ $(BUILD)/mod_bank.so: $(MOD_SRC) $(CORE_SRC) $(HEADERS)
 	    $(BUILD)/apxs.log; exit 1; }
 	@cp $(BUILD)/.libs/mod_bank.so $@.tmp && mv -f $@.tmp $@ && echo "built $@"
 
-$(BUILD)/bankctl: mod_bank/bankctl.c $(CORE_SRC) $(HEADERS)
-	@mkdir -p $(BUILD)
-	@echo "CC bankctl"; $(CC) -O2 -g $(WARN) -Iinclude $(APR_INC) -o $@ mod_bank/bankctl.c $(CORE_SRC) \
+# The Debian package's bankctl (make deb) is the same program with the package's SQL
+# directory compiled in.
+$(BUILD)/deb/bankctl: SQLDIR := $(DEB_SQLDIR)
+$(BUILD)/bankctl $(BUILD)/deb/bankctl: $(CTL_SRC) $(CORE_SRC) $(HEADERS)
+	@mkdir -p $(@D)
+	@echo "CC $@"; $(CC) -O2 -g $(WARN) -Iinclude $(APR_INC) -DBANK_SQL_DIR='"$(SQLDIR)"' \
+	    -o $@ $(CTL_SRC) $(CORE_SRC) \
 	    -lapr-1 -laprutil-1 $(LIBS)
 
-$(BUILD)/unit/%: t/unit/%.c t/unit/unit.h $(CORE_SRC) $(HEADERS)
+$(BUILD)/unit/%: t/unit/%.c t/unit/unit.h t/unit/db_fixture.h $(CORE_SRC) $(HEADERS)
 	@mkdir -p $(BUILD)/unit
 	$(CC) -O1 -g $(WARN) -fsanitize=address,undefined -fno-omit-frame-pointer -Iinclude -It/unit \
 	    $(APR_INC) -o $@ $< $(CORE_SRC) -lapr-1 -laprutil-1 $(LIBS)
@@ -57,7 +63,7 @@ unit: $(UNIT_BIN)
 	@./scripts/run-unit $(UNIT_BIN)
 
 # UB aborts (no recovery) so that libFuzzer keeps the input; the fuzz build mode lowers the
-# password cost ceilings (mod_bank/password.c).
+# password cost ceilings (mod_bank/bank_password.c).
 $(BUILD)/fuzz/%: t/fuzz/%.c t/fuzz/fuzz.h $(CORE_SRC) $(HEADERS)
 	@mkdir -p $(BUILD)/fuzz
 	$(FUZZ_CC) -O1 -g $(WARN) -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined \
@@ -70,7 +76,7 @@ fuzz: $(FUZZ_BIN)
 	@FUZZ_SECONDS=$(FUZZ_SECONDS) ./scripts/run-fuzz $(FUZZ_BIN)
 
 # The Apache::Test suite against a real httpd with the built module.
-itest: build $(BUILD)/unit/test_db_pg
+itest: build $(BUILD)/unit/test_db_pg $(BUILD)/unit/test_onboard $(BUILD)/unit/test_sign_in
 	@DB=$(DB) ./scripts/run-tests
 
 test: deps build unit itest
@@ -95,27 +101,30 @@ memcheck: deps build
 # the Location examples (DESTDIR for packaging).
 LIBEXECDIR = $$($(APXS) -q LIBEXECDIR)
 install: build
-	install -d $(DESTDIR)$(LIBEXECDIR) $(DESTDIR)/usr/local/bin $(DESTDIR)/usr/local/share/mod_bank \
+	install -d $(DESTDIR)$(LIBEXECDIR) $(DESTDIR)$(PREFIX)/bin $(DESTDIR)$(PREFIX)/share/mod_bank \
 	    $(DESTDIR)/etc/apache2/mod_bank
 	install -m 644 $(BUILD)/mod_bank.so $(DESTDIR)$(LIBEXECDIR)/mod_bank.so
-	install -m 755 $(BUILD)/bankctl $(DESTDIR)/usr/local/bin/bankctl
-	cp -r sql $(DESTDIR)/usr/local/share/mod_bank/
+	install -m 755 $(BUILD)/bankctl $(DESTDIR)$(PREFIX)/bin/bankctl
+	cp -r sql $(DESTDIR)$(PREFIX)/share/mod_bank/
 	install -m 644 conf/bank.conf $(DESTDIR)/etc/apache2/mod_bank/bank.conf
 
 # The Debian package build/libapache2-mod-bank_<version>_<arch>.deb (dpkg-deb, then lintian:
 # an error fails the build). Contents and use: docs/deployment.md.
-deb: build
-	@./scripts/mkdeb $(BUILD)/bankctl
+deb: build $(BUILD)/deb/bankctl
+	@./scripts/mkdeb $(BUILD)/deb/bankctl $(DEB_SQLDIR)
 
 format:
-	clang-format -i mod_bank/*.c include/*.h t/unit/*.c t/unit/*.h t/fuzz/*.c t/fuzz/*.h
+	clang-format -i mod_bank/*.c mod_bank/*.h mod_bank/bankctl/*.[ch] include/*.h t/unit/*.c t/unit/*.h t/fuzz/*.c \
+	    t/fuzz/*.h
 
+# cppcheck, clang-format and shellcheck (every script, warnings and notes alike).
 lint:
 	cppcheck --quiet --error-exitcode=1 --enable=warning,performance,portability \
 	    --inline-suppr --suppress=missingIncludeSystem -Iinclude -It/fuzz -DLINUX -D_REENTRANT \
 	    -D_GNU_SOURCE mod_bank/ t/fuzz/
-	clang-format --dry-run --Werror mod_bank/*.c include/*.h t/unit/*.c t/unit/*.h t/fuzz/*.c \
-	    t/fuzz/*.h
+	clang-format --dry-run --Werror mod_bank/*.c mod_bank/*.h mod_bank/bankctl/*.[ch] include/*.h t/unit/*.c \
+	    t/unit/*.h t/fuzz/*.c t/fuzz/*.h
+	shellcheck scripts/* .ci/run
 
 clean:
 	rm -rf $(BUILD) mod_bank/.libs mod_bank/*.lo mod_bank/*.slo mod_bank/*.o mod_bank.la \

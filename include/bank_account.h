@@ -1,4 +1,4 @@
-/* The pure rules of BVN onboarding (CONTRACT C7): matching the customer's names against the
+/* The pure rules of BVN onboarding (docs/api.md): matching the customer's names against the
  * identity record, the account name, referral codes and money text. No httpd dependency. */
 #ifndef BANK_ACCOUNT_H
 #define BANK_ACCOUNT_H

@@ -3,10 +3,11 @@
 #ifndef BANK_JSON_H
 #define BANK_JSON_H
 
+#include <stddef.h>
 #include <apr_pools.h>
 #include <json-c/json.h>
 
-/* Objects nested deeper than this are refused (CONTRACT C3: 400 E_INVALID_JSON). */
+/* Objects nested deeper than this are refused (docs/api.md: 400 E_INVALID_JSON). */
 #define BANK_JSON_MAX_DEPTH 16
 
 /* Ties o's lifetime to p; returns o. */
@@ -30,5 +31,23 @@ json_object *bank_json_str(const char *s);
 /* bank_time_api as JSON: a timestamp in the API's form (2026-11-22T07:40:22.123Z), as
  * stored if it cannot be read, null for NULL. */
 json_object *bank_json_time(apr_pool_t *p, const char *db_text);
+
+/* Members copied from a struct into an object, one table per shape (the customer, the
+ * account, a stored notice): each a text (null for NULL), a stored timestamp in the API's
+ * form (bank_json_time) or an int as a boolean. */
+typedef enum { BANK_JSON_TEXT, BANK_JSON_TIME, BANK_JSON_BOOL } bank_json_kind;
+typedef struct {
+    const char *name;
+    bank_json_kind kind;
+    apr_size_t offset;
+} bank_json_field_t;
+#define BANK_JSON_FIELD(name, kind, type, field)                                                   \
+    {                                                                                              \
+        name, BANK_JSON_##kind, offsetof(type, field)                                              \
+    }
+/* Adds the n fields of src to o, in the table's order. */
+void bank_json_add_fields(apr_pool_t *p, json_object *o, const void *src,
+                          const bank_json_field_t *fields, apr_size_t n);
+#define BANK_JSON_NFIELDS(t) (sizeof(t) / sizeof((t)[0]))
 
 #endif

@@ -39,7 +39,7 @@ typedef enum {
     BANK_M_DB_ERRORS,
     BANK_M_UNAVAILABLE,
     BANK_M_COUNT
-} bank_counter_t;
+} bank_metric_t;
 
 /* Histogram upper bounds, in microseconds; one more slot counts what is above the last. */
 #define BANK_METRICS_BOUNDS 11
@@ -55,7 +55,7 @@ typedef struct {
     bank_histogram_t latency[BANK_EP_COUNT];
 } bank_metrics_t;
 
-void bank_metrics_count(bank_metrics_t *m, bank_counter_t c);
+void bank_metrics_count(bank_metrics_t *m, bank_metric_t c);
 /* One request of endpoint e that took `took`. */
 void bank_metrics_observe(bank_metrics_t *m, bank_endpoint_t e, apr_interval_time_t took);
 /* A password verification starts (delta 1) or ends (delta -1). */

@@ -1,4 +1,4 @@
-/* The payment partner's notice (interface 2.6, CONTRACT C9): the payload validated into the
+/* The payment partner's notice (docs/api.md): the payload validated into the
  * values stored in payment_notices, and the HMAC signature of the raw body. No httpd. */
 #ifndef BANK_NOTICE_H
 #define BANK_NOTICE_H
@@ -7,7 +7,7 @@
 #include <apr_tables.h>
 #include <json-c/json.h>
 
-/* The one event the service acts on (interface section 6); others are stored as ignored. */
+/* The one event the service acts on (docs/partners.md); others are stored as ignored. */
 #define BANK_NOTICE_SERVICE "payments"
 #define BANK_NOTICE_TYPE "fund_transfer"
 

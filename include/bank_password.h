@@ -1,4 +1,4 @@
-/* Password hashes (CONTRACT C5). Verifies scrypt PHC strings
+/* Password hashes (docs/api.md). Verifies scrypt PHC strings
  *   $scrypt$n=16384,r=8,p=1$<salt b64>$<hash b64>
  * and bcrypt ($2a$, $2b$, $2y$ and the PHC form $bcrypt$v=98$r=10$<salt>$<hash>).
  * New hashes are scrypt PHC with the AdonisJS defaults. */

@@ -1,4 +1,4 @@
-/* Customer access tokens in the AdonisJS v6 format (CONTRACT C5):
+/* Customer access tokens in the AdonisJS v6 format (docs/api.md):
  *   oat_ + base64url(id) + "." + base64url(secret)
  * where secret = 40 random characters + decimal CRC-32 of those characters.
  * The database stores only sha256_hex(secret). */

@@ -44,7 +44,4 @@ int bank_bvn_valid(const char *s);
 /* Checks a date of birth against the calendar and today's date at `now`. */
 int bank_date_check(const char *s, apr_time_t now);
 
-/* Lower-cases ASCII letters into a copy. */
-char *bank_ascii_lower(apr_pool_t *p, const char *s);
-
 #endif

@@ -48,7 +48,7 @@ static const struct {
                             "Answers 503 E_UNAVAILABLE (database, or a webhook without secret)."},
 };
 
-void bank_metrics_count(bank_metrics_t *m, bank_counter_t c)
+void bank_metrics_count(bank_metrics_t *m, bank_metric_t c)
 {
     apr_atomic_inc64(&m->counter[c]);
 }

@@ -1,6 +1,6 @@
 /* mod_bank: module registration, hooks and the handler names the operator maps to URLs
- * with SetHandler (CONTRACT C2). Routing is httpd's: r->uri is only compared with the
- * Location that already matched, to refuse paths below it (404, CONTRACT C3). */
+ * with SetHandler (docs/configuration.md). Routing is httpd's: r->uri is only compared with the
+ * Location that already matched, to refuse paths below it (404, docs/api.md). */
 #include <string.h>
 #include <httpd.h>
 #include <http_config.h>
@@ -10,7 +10,15 @@
 #include <http_core.h>
 #include <openssl/crypto.h>
 #include "mod_bank.h"
+#include "mod_bank_config.h"
+#include "mod_bank_http.h"
+#include "mod_bank_db.h"
+#include "mod_bank_banks.h"
+#include "mod_bank_bvn.h"
+#include "mod_bank_sign_in.h"
+#include "mod_bank_webhook.h"
 #include "mod_bank_metrics.h"
+#include "mod_bank_sign_out.h"
 
 static const struct {
     const char *name;
@@ -107,8 +115,8 @@ static int server_has_client_key(server_rec *s)
     return 0;
 }
 
-/* CONTRACT C4: without BankClientKey sign-in takes no client key, and start-up says so, for
- * each server (virtual host) on its own: a key in one must not hide another's lack of one. */
+/* docs/configuration.md: without BankClientKey sign-in takes no client key, and start-up says so,
+ * for each server (virtual host) on its own: a key in one must not hide another's lack of one. */
 static void warn_unkeyed_servers(server_rec *s)
 {
     server_rec *sp;

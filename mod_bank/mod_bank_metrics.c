@@ -7,6 +7,7 @@
 #include <mod_status.h>
 #include "mod_bank.h"
 #include "mod_bank_metrics.h"
+#include "mod_bank_http.h"
 
 APLOG_USE_MODULE(bank);
 
@@ -44,7 +45,7 @@ int bank_metrics_post_config(apr_pool_t *pconf, server_rec *s)
     return OK;
 }
 
-void bank_metrics_outcome(request_rec *r, bank_counter_t c)
+void bank_metrics_outcome(request_rec *r, bank_metric_t c)
 {
     apr_table_setn(r->notes, NOTE_OUTCOME, apr_itoa(r->pool, (int)c));
 }
@@ -54,18 +55,16 @@ void bank_metrics_error(request_rec *r, const char *code)
     apr_table_setn(r->notes, NOTE_ERROR, code);
 }
 
-void bank_metrics_count_one(bank_counter_t c)
+void bank_metrics_count_one(bank_metric_t c)
 {
     if (metrics) {
         bank_metrics_count(metrics, c);
     }
 }
 
-void bank_metrics_password(int delta)
+bank_metrics_t *bank_metrics_block(void)
 {
-    if (metrics) {
-        bank_metrics_waiting(metrics, delta);
-    }
+    return metrics;
 }
 
 static int is_code(const char *code, const char *want)
@@ -118,7 +117,7 @@ void bank_metrics_request(request_rec *r, bank_endpoint_t e, int rc)
         return;
     }
     if ((c = outcome_of(r, e, st)) >= 0 && c < BANK_M_COUNT) {
-        bank_metrics_count(metrics, (bank_counter_t)c);
+        bank_metrics_count(metrics, (bank_metric_t)c);
     }
     if (st == HTTP_SERVICE_UNAVAILABLE) {
         bank_metrics_count(metrics, BANK_M_UNAVAILABLE);

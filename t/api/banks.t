@@ -1,4 +1,4 @@
-# GET/HEAD /misc/payment_banks (CONTRACT C8) and the bearer-token rules it relies on (C5).
+# GET/HEAD /misc/payment_banks (docs/api.md) and the bearer-token rules it relies on (C5).
 use strict;
 use warnings FATAL => 'all';
 use Apache::Test qw(-withtestmore);
@@ -56,7 +56,7 @@ is($nm2->code, 200, 'banks: other ETag answers 200');
 my $nm3 = GET '/misc/payment_banks', %auth, 'If-None-Match' => "\"x\", $etag";
 is($nm3->code, 304, 'banks: ETag in a list answers 304');
 
-# If-Match that does not hold: 412 in the CONTRACT shape, with the ETag it failed against.
+# If-Match that does not hold: 412 in the error shape of docs/api.md, with the ETag it failed against.
 for my $im ('"0000"', '"x", "y"', 'W/' . $etag) {
     my $pf = GET '/misc/payment_banks', %auth, 'If-Match' => $im;
     assert_error($pf, 412, 'E_PRECONDITION_FAILED', "If-Match $im");

@@ -1,4 +1,4 @@
-# The in-process bank-list cache of GET /misc/payment_banks (CONTRACT C8, C4 BankBanksMaxAge):
+# The in-process bank-list cache of GET /misc/payment_banks (docs/api.md, docs/configuration.md):
 # one entry per server in each httpd child, read until it is BankBanksMaxAge old. Every
 # request here travels on ONE kept-alive connection, so one child (and so one cache) serves
 # them all; the test checks that the connection really was the same each time.

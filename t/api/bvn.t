@@ -1,4 +1,4 @@
-# POST /onboarding/bvn (CONTRACT C7, interface 2.3, 2.4, 4.2): verification against the
+# POST /onboarding/bvn (docs/api.md): verification against the
 # identity records loaded with `bankctl bvn add`, the account it opens, every outcome, the
 # field rules, and the BVN kept out of the error log.
 use strict;

@@ -1,4 +1,4 @@
-# POST /onboarding/bvn: the HTTP-level error paths (CONTRACT C3, C5, C10): method, media
+# POST /onboarding/bvn: the HTTP-level error paths (docs/api.md): method, media
 # type, body size, JSON, bearer token and ability, and an unreachable database.
 use strict;
 use warnings FATAL => 'all';

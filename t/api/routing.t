@@ -1,5 +1,5 @@
 # Routing is httpd's (<Location> + SetHandler); a handler reached for a path below its
-# Location that it does not serve answers 404 E_ROUTE_NOT_FOUND (CONTRACT C3).
+# Location that it does not serve answers 404 E_ROUTE_NOT_FOUND (docs/api.md).
 use strict;
 use warnings FATAL => 'all';
 use Apache::Test qw(-withtestmore);

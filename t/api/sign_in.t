@@ -1,4 +1,4 @@
-# POST /auth/sign_in (CONTRACT C4, C5, C6; interface 2.1, 2.2, 4.1): the answer, tokens,
+# POST /auth/sign_in (docs/configuration.md, docs/api.md): the answer, tokens,
 # devices, password hashes made by other tools, the client key, validation and every error.
 use strict;
 use warnings FATAL => 'all';
@@ -44,7 +44,7 @@ is_deeply([sort keys %{ $d->{body} }], [qw(customer token)], 'sign-in: body has 
 
 my $tok = $d->{body}{token};
 is_deeply([sort keys %$tok], [qw(abilities expiresAt lastUsedAt name token type)],
-    'token: exactly the fields of interface 2.1');
+    'token: exactly the token fields of docs/api.md');
 is($tok->{type}, 'bearer', 'token: type bearer');
 like($tok->{token}, qr/^oat_[A-Za-z0-9_-]+\.[A-Za-z0-9_-]+$/, 'token: AdonisJS oat_ format');
 is_deeply($tok->{abilities}, ['*'], 'token: abilities ["*"]');
@@ -58,7 +58,7 @@ ok(exists $tok->{lastUsedAt} && !defined $tok->{lastUsedAt}, 'token: lastUsedAt 
 my $cu = $d->{body}{customer};
 is_deeply([sort keys %$cu],
     [qw(address createdAt customerId email emailVerified firstName fullName lastName phone updatedAt)],
-    'customer: exactly the fields of interface 2.2');
+    'customer: exactly the customer fields of docs/api.md');
 is($cu->{customerId}, $c->{id}, 'customer: customerId');
 like($cu->{customerId}, qr/^[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$/,
     'customer: customerId is a lower-case UUID v4');

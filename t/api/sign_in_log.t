@@ -1,4 +1,4 @@
-# No password, token or client key in any log line (CONTRACT C5), with the suite's
+# No password, token or client key in any log line (docs/api.md), with the suite's
 # LogLevel bank:trace8: sign in well, badly, throttled and with a wrong key, then read the log.
 use strict;
 use warnings FATAL => 'all';

@@ -1,4 +1,4 @@
-# BankClientKey unset (CONTRACT C4): httpd logs a warning at start-up, and sign-in takes no
+# BankClientKey unset (docs/configuration.md): httpd logs a warning at start-up, and sign-in takes no
 # client key. The test server sets keys, so this starts a small httpd of its own on the
 # same database, once without BankClientKey and once with it.
 use strict;

@@ -1,4 +1,4 @@
-# BankSignInThrottle (CONTRACT C4): failed sign-ins per (lower-cased e-mail, client IP),
+# BankSignInThrottle (docs/configuration.md): failed sign-ins per (lower-cased e-mail, client IP),
 # counted in the database, checked before the password, 429 with Retry-After and the
 # X-RateLimit headers; a success clears the count. The test server has `5 60`;
 # /tight/sign_in has `2 2`. Sign-ins at the same moment: t/api/sign_in_concurrent.t.

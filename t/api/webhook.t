@@ -1,4 +1,4 @@
-# POST /webhook/<partner> (CONTRACT C9, interface 2.6): fail-closed configuration, bearer
+# POST /webhook/<partner> (docs/api.md): fail-closed configuration, bearer
 # secrets with rotation, the HMAC signature of the raw body, validation, storage before the
 # answer, idempotency, and bankctl notices. Signatures come from `openssl dgst`.
 use strict;

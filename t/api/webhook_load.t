@@ -1,4 +1,4 @@
-# The webhook under concurrency (CONTRACT C9, C11): copies of one notice arriving at the same
+# The webhook under concurrency (docs/api.md): copies of one notice arriving at the same
 # moment on different processes store it once; a writer holding SQLite's lock delays a
 # delivery without failing it; and a bounded load test (loopback only) of 2,000 deliveries
 # from 16 concurrent senders, a quarter of them repeats. Senders are forked perl processes,

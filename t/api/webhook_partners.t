@@ -1,6 +1,6 @@
 # Each partner's notices are its own: the default partner name is the last segment of the
 # Location path, with or without a trailing slash, so one transaction reference sent by two
-# partners is two notices, never a duplicate of the other's (CONTRACT C4, C9).
+# partners is two notices, never a duplicate of the other's (docs/configuration.md, docs/api.md).
 use strict;
 use warnings FATAL => 'all';
 use Apache::Test qw(-withtestmore);

@@ -1,5 +1,5 @@
 # Every directive is validated when httpd reads its configuration: `apache2 -t` fails on a
-# bad value with a message naming the directive (CONTRACT C4).
+# bad value with a message naming the directive (docs/configuration.md).
 use strict;
 use warnings FATAL => 'all';
 use Apache::Test qw(-withtestmore);

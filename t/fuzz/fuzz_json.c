@@ -1,4 +1,4 @@
-/* The strict JSON parser (mod_bank/json.c) on arbitrary bytes, not NUL-terminated: what it
+/* The strict JSON parser (mod_bank/bank_json.c) on arbitrary bytes, not NUL-terminated: what it
  * accepts prints back as text it accepts again, unchanged; the object form accepts a subset. */
 #include "fuzz.h"
 

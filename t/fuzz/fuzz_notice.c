@@ -1,6 +1,6 @@
-/* The webhook notice check (mod_bank/notice.c), as mod_bank/webhook.c runs it on a delivery.
- * Input: the signature header's value, a newline, then the raw body. The signature check must
- * agree with an HMAC computed here (hex, either case); the body is parsed and validated
+/* The webhook notice check (mod_bank/bank_notice.c), as mod_bank/mod_bank_webhook.c runs it on a
+ * delivery. Input: the signature header's value, a newline, then the raw body. The signature check
+ * must agree with an HMAC computed here (hex, either case); the body is parsed and validated
  * whatever the signature says, so that mutated bodies still reach the validator: a notice is
  * returned with no errors, or NULL with at least one, and its idempotency key is present. */
 #include <apr_lib.h>
@@ -11,7 +11,7 @@
 
 #include "bank_json.h"
 #include "bank_notice.h"
-#include "bank_util.h"
+#include "bank_encoding.h"
 #include "bank_validate.h"
 
 #define KEY "fuzz-hmac-key"

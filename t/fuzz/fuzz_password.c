@@ -1,7 +1,7 @@
-/* The password-hash parser and verifier (mod_bank/password.c) on arbitrary stored hashes,
+/* The password-hash parser and verifier (mod_bank/bank_password.c) on arbitrary stored hashes,
  * checked against the password "password" (the seeds' hashes are of it, so both MATCH and
  * MISMATCH paths run). Built with FUZZING_BUILD_MODE_UNSAFE_FOR_PRODUCTION, which lowers the
- * code's cost ceilings (password.c) so that a run is parsing, not scrypt. */
+ * code's cost ceilings (bank_password.c) so that a run is parsing, not scrypt. */
 #include "fuzz.h"
 
 #include "bank_password.h"

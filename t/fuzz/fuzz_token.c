@@ -1,10 +1,10 @@
-/* The access-token decoder (mod_bank/token.c) on arbitrary bearer values: a token it takes
+/* The access-token decoder (mod_bank/bank_token.c) on arbitrary bearer values: a token it takes
  * encodes back to exactly the same text (one spelling per token), and its secret verifies
  * against its own hash only. The same bytes are also read as an abilities list. */
 #include "fuzz.h"
 
 #include "bank_token.h"
-#include "bank_util.h"
+#include "bank_digest.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 

@@ -77,15 +77,9 @@ static void test_money_text(apr_pool_t *p)
 
 static void test_sql_true(void)
 {
-    CHECK(bank_db_bool("1"));
-    CHECK(bank_db_bool("t"));
-    CHECK(bank_db_bool("TRUE"));
-    CHECK(bank_db_bool("true"));
-    CHECK(!bank_db_bool("0"));
-    CHECK(!bank_db_bool("f"));
-    CHECK(!bank_db_bool("false"));
-    CHECK(!bank_db_bool(""));
-    CHECK(!bank_db_bool(NULL));
+    static const unit_case_t cases[] = {{"1", 1}, {"t", 1},     {"TRUE", 1}, {"true", 1}, {"0", 0},
+                                        {"f", 0}, {"false", 0}, {"", 0},     {NULL, 0}};
+    CHECK_CASES(bank_db_bool, cases);
 }
 
 static void run_tests(apr_pool_t *p)

@@ -1,4 +1,4 @@
-/* Unit tests for payment notices: payload validation (interface 2.6), the HMAC signature
+/* Unit tests for payment notices: payload validation (docs/api.md), the HMAC signature
  * check, and the constant-time secret list. */
 #include "unit.h"
 
@@ -7,7 +7,7 @@
 
 #include "bank_json.h"
 #include "bank_notice.h"
-#include "bank_util.h"
+#include "bank_digest.h"
 #include "bank_validate.h"
 
 /* RFC 4231 test case 2 (also: printf %s "$DATA" | openssl dgst -sha512 -hmac Jefe). */

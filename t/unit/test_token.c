@@ -5,7 +5,7 @@
 #include <apr_strings.h>
 
 #include "bank_token.h"
-#include "bank_util.h"
+#include "bank_digest.h"
 
 /* A hand-built vector. Seed: 40 url-safe characters; suffix from python:
  *   zlib.crc32(b'Zx9-_aBcDeFgHiJkLmNoPqRsTuVwXyZ012345678') == 109573417

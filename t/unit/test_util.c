@@ -1,9 +1,13 @@
-/* Unit tests for bank_util: encodings, digests, randomness, UUIDs and time. */
+/* Unit tests for the small core helpers: encodings, digests, randomness, UUIDs and time. */
 #include "unit.h"
 
 #include <apr_strings.h>
 
-#include "bank_util.h"
+#include "bank_digest.h"
+#include "bank_encoding.h"
+#include "bank_rand.h"
+#include "bank_time.h"
+#include "bank_uuid.h"
 
 static const char *b64url(apr_pool_t *p, const char *s)
 {
@@ -144,13 +148,16 @@ static void test_uuid(apr_pool_t *p)
     }
     CHECK(ok);
 
-    CHECK(bank_is_uuid("123E4567-E89B-42D3-A456-426614174000"));
-    CHECK(!bank_is_uuid("123e4567-e89b-42d3-a456-42661417400"));
-    CHECK(!bank_is_uuid("123e4567-e89b-42d3-a456-4266141740000"));
-    CHECK(!bank_is_uuid("123e4567e89b-42d3-a456-4266141740000"));
-    CHECK(!bank_is_uuid("123e4567-e89b-42d3-a456-42661417400g"));
-    CHECK(!bank_is_uuid(""));
-    CHECK(!bank_is_uuid(NULL));
+    {
+        static const unit_case_t cases[] = {{"123E4567-E89B-42D3-A456-426614174000", 1},
+                                            {"123e4567-e89b-42d3-a456-42661417400", 0},
+                                            {"123e4567-e89b-42d3-a456-4266141740000", 0},
+                                            {"123e4567e89b-42d3-a456-4266141740000", 0},
+                                            {"123e4567-e89b-42d3-a456-42661417400g", 0},
+                                            {"", 0},
+                                            {NULL, 0}};
+        CHECK_CASES(bank_is_uuid, cases);
+    }
 }
 
 /* Parses s and renders it back, or "(rejected)". */

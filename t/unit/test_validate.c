@@ -3,6 +3,7 @@
 #include "unit.h"
 #include "bank_json.h"
 #include "bank_validate.h"
+#include "bank_encoding.h"
 
 static apr_time_t at(int y, int m, int d)
 {
@@ -89,15 +90,16 @@ static void test_email(void)
 
 static void test_bvn(void)
 {
-    CHECK(bank_bvn_valid("22212345678"));
-    CHECK(bank_bvn_valid("00000000000"));
-    CHECK(!bank_bvn_valid("2221234567"));
-    CHECK(!bank_bvn_valid("222123456789"));
-    CHECK(!bank_bvn_valid("2221234567a"));
-    CHECK(!bank_bvn_valid("2221234567 "));
-    CHECK(!bank_bvn_valid(" 2221234567"));
-    CHECK(!bank_bvn_valid("２２２１２３４５６７８"));
-    CHECK(!bank_bvn_valid(""));
+    static const unit_case_t cases[] = {{"22212345678", 1},
+                                        {"00000000000", 1},
+                                        {"2221234567", 0},
+                                        {"222123456789", 0},
+                                        {"2221234567a", 0},
+                                        {"2221234567 ", 0},
+                                        {" 2221234567", 0},
+                                        {"２２２１２３４５６７８", 0},
+                                        {"", 0}};
+    CHECK_CASES(bank_bvn_valid, cases);
 }
 
 static void test_dates(void)

@@ -31,6 +31,29 @@ static int unit_passed, unit_failed;
         }                                                                                          \
     } while (0)
 
+/* A predicate's answer for a list of inputs: want 1 (accepted) or 0 (refused). */
+typedef struct {
+    const char *in;
+    int want;
+} unit_case_t;
+
+static void __attribute__((unused))
+check_cases(const char *what, int (*fn)(const char *), const unit_case_t *cases, size_t n)
+{
+    size_t i;
+
+    for (i = 0; i < n; i++) {
+        if (!!fn(cases[i].in) == cases[i].want) {
+            unit_passed++;
+        } else {
+            unit_failed++;
+            fprintf(stderr, "%s('%s'): want %d\n", what, cases[i].in ? cases[i].in : "(null)",
+                    cases[i].want);
+        }
+    }
+}
+#define CHECK_CASES(fn, cases) check_cases(#fn, fn, cases, sizeof(cases) / sizeof((cases)[0]))
+
 /* Each test file defines run_tests(pool); main prints one line the runner sums up. */
 static void run_tests(apr_pool_t *p);
 

@@ -1,5 +1,5 @@
 package Bank::Test;
-# Helpers for the mod_bank suite: requests with JSON bodies, CONTRACT error checks, and the
+# Helpers for the mod_bank suite: requests with JSON bodies, error checks (docs/api.md), and the
 # operator tool (bankctl) against the database the test server uses.
 use strict;
 use warnings FATAL => 'all';
@@ -45,7 +45,7 @@ sub decode_body {
     return $d;
 }
 
-# Checks an error answer against CONTRACT C3 and returns the decoded body.
+# Checks an error answer against the error shape of docs/api.md and returns the decoded body.
 sub assert_error {
     my ($res, $status, $code, $name) = @_;
     $name ||= "$status $code";

@@ -1,0 +1,29 @@
+/* Limits and names that the module and bankctl share, each named once here (docs/api.md,
+ * docs/configuration.md and docs/operations.md give the same values). */
+#ifndef BANK_LIMITS_H
+#define BANK_LIMITS_H
+
+/* Characters (UTF-8 code points) of request fields and bankctl values. */
+#define BANK_EMAIL_MAX 254
+#define BANK_PASSWORD_MAX 1024
+#define BANK_DEVICE_TOKEN_MAX 4096
+#define BANK_NAME_MAX 100
+#define BANK_PHONE_MAX 32 /* bytes of +0-9, space, -() */
+/* A string field longer than this fails maxLength rather than its format rule. */
+#define BANK_FIELD_MAX 1024
+
+/* Lifetime of an access token, seconds: BankTokenLifetime and bankctl token issue --ttl. */
+#define BANK_TOKEN_TTL_MIN 60
+#define BANK_TOKEN_TTL_MAX 31536000 /* one year */
+#define BANK_TOKEN_TTL_DEFAULT 86400
+
+/* The abilities a token may carry, as the endpoints check them; "*" grants all. */
+#define BANK_ABILITY_BANKS "banks:read"
+#define BANK_ABILITY_BVN "onboarding:bvn"
+#define BANK_ABILITY_ALL "*"
+#define BANK_ABILITIES_TEXT "banks:read, onboarding:bvn, *"
+
+/* 1 if name is one of the abilities above. */
+int bank_ability_known(const char *name);
+
+#endif

@@ -1,0 +1,75 @@
+/* BVN onboarding as a rule of the core (docs/api.md, POST /onboarding/bvn): where a
+ * customer stands with a BVN, the identity record's check, and the account opened in one
+ * transaction with its referral-code retry. Returns a verdict for the caller to answer;
+ * needs only a database handle. No httpd dependency. */
+#ifndef BANK_ONBOARD_H
+#define BANK_ONBOARD_H
+
+#include <apr_pools.h>
+#include "bank_db.h"
+#include "bank_store.h"
+#include "bank_throttle.h"
+
+/* A new referral code is drawn this many times when the last one was taken. */
+#define BANK_ONBOARD_ATTEMPTS 3
+
+/* Where the customer stands with the BVN asked about. */
+typedef enum {
+    BANK_ONBOARD_OPEN,       /* not verified and the BVN is free: open the account */
+    BANK_ONBOARD_DONE,       /* verified with this BVN; the account exists */
+    BANK_ONBOARD_OTHER,      /* verified with another BVN */
+    BANK_ONBOARD_TAKEN,      /* the BVN belongs to another customer */
+    BANK_ONBOARD_NO_ACCOUNT, /* verified with this BVN but without an account: data to repair */
+    BANK_ONBOARD_NO_CUSTOMER /* the token's customer no longer exists */
+} bank_onboard_verdict;
+
+/* What the identity record says about the BVN, the date of birth and the names. */
+typedef enum {
+    BANK_RECORD_OK,
+    BANK_RECORD_UNKNOWN, /* no record for the BVN */
+    BANK_RECORD_DOB,     /* the date of birth differs */
+    BANK_RECORD_NAMES    /* the names are not the customer's */
+} bank_record_verdict;
+
+/* The bank the account is opened at (BankAccountBank, BankAccountBankCode). */
+typedef struct {
+    const char *name;
+    const char *code;
+} bank_onboard_bank_t;
+
+typedef struct {
+    /* in */
+    const char *customer_id;
+    const char *bvn;
+    int attempts;       /* record mismatches allowed per window (BankBvnThrottle) */
+    apr_int64_t window; /* seconds */
+    /* out */
+    bank_onboard_verdict verdict;
+    bank_record_verdict record; /* BANK_RECORD_OK unless the record check refused */
+    int throttled;              /* the customer's mismatches reached the limit: 429 */
+    bank_count_t count;         /* the customer's counter (remaining after a mismatch) */
+    bank_customer_t customer;   /* unless NO_CUSTOMER */
+    bank_account_t account;     /* DONE */
+    const char *owner;          /* TAKEN: who holds the BVN */
+    int opening;                /* the BVN was free: an opening was tried */
+    int opened;                 /* DONE: this call opened the account */
+    int retries;                /* attempts that failed before the one that settled it */
+    const char *failed_at;      /* on a failure: what was being done, for the log */
+} bank_onboard_t;
+
+/* Reads where the customer stands (verdict, customer, account) inside or outside a
+ * transaction. */
+bank_db_rc bank_onboard_state(bank_db_t *db, bank_onboard_t *st);
+
+/* The whole rule: the state; for a customer who is not gone or verified with another BVN,
+ * the customer's mismatch counter (past the limit every attempt is refused, right or
+ * wrong: st->throttled) and the identity record (st->record, the date of birth given as
+ * YYYY-MM-DD; a mismatch is counted); a match clears the counter (a taken BVN leaves it),
+ * throttled if the limit was reached meanwhile; then, for a BVN that is free, the account
+ * opened in one transaction, retried when a referral code was taken, and the state read
+ * again (another request may have won). BANK_DB_OK with the settled verdict; on a failure,
+ * what failed and st->failed_at. */
+bank_db_rc bank_onboard(bank_db_t *db, bank_onboard_t *st, const char *dob,
+                        const bank_onboard_bank_t *bank);
+
+#endif

@@ -1,0 +1,64 @@
+/* Sign-in as a rule of the core (docs/api.md, POST /auth/sign_in): the throttle per
+ * (lower-cased e-mail, client IP) and the budget of the client IP whatever the e-mail,
+ * password verification with no timing oracle, and a new token, the device and the cleared
+ * throttle in one transaction. At most `attempts` answers per window say "wrong", however
+ * many requests run at once, on any number of servers.
+ * Returns a verdict for the caller to answer; needs only a database handle. No httpd. */
+#ifndef BANK_SIGN_IN_H
+#define BANK_SIGN_IN_H
+
+#include <apr_pools.h>
+#include <apr_time.h>
+#include "bank_db.h"
+#include "bank_store.h"
+#include "bank_throttle.h"
+#include "bank_metrics.h"
+
+/* Tokens issued by sign-in may do everything; narrower ones come from bankctl token issue. */
+#define BANK_SIGN_IN_ABILITIES "[\"*\"]"
+
+typedef struct {
+    const char *email; /* as sent */
+    const char *password;
+    const char *device;
+    const char *ip;
+    int attempts;       /* failures allowed per window (BankSignInThrottle) */
+    apr_int64_t window; /* seconds */
+    int addr_attempts;  /* failures of the IP, any e-mail (BankSignInAddressThrottle) */
+    apr_int64_t addr_window;
+    apr_int64_t lifetime; /* of the token, seconds (BankTokenLifetime) */
+    apr_time_t now;
+    bank_metrics_t *metrics; /* password verifications are counted there; NULL: not counted */
+} bank_sign_in_t;
+
+typedef enum {
+    BANK_SIGN_IN_OK,        /* token issued */
+    BANK_SIGN_IN_THROTTLED, /* the limit was reached already: not verified, not counted */
+    BANK_SIGN_IN_REFUSED,   /* wrong e-mail or password, counted within the limit */
+    BANK_SIGN_IN_OVER,      /* wrong, counted beyond the limit */
+    BANK_SIGN_IN_FLOODED,   /* right password, but the limit was reached meanwhile (failures
+                               counted by requests at the same moment): nothing issued */
+    BANK_SIGN_IN_ADDRESS    /* the client IP's budget is spent (right or wrong, not verified
+                               or nothing issued); `address` says more */
+} bank_sign_in_verdict;
+
+typedef struct {
+    bank_sign_in_verdict verdict;
+    const char *why;          /* REFUSED, OVER: "unknown e-mail" or "wrong password" */
+    int malformed_hash;       /* the customer's stored hash is in no format read here */
+    apr_int64_t failures;     /* the count that decided it */
+    int remaining;            /* REFUSED: failures left in the window */
+    int limit;                /* THROTTLED, OVER, FLOODED, ADDRESS: the limit reached */
+    apr_int64_t retry_after;  /* THROTTLED, OVER, FLOODED, ADDRESS: seconds, 1 to the window */
+    bank_count_t address;     /* ADDRESS: the IP's counter */
+    int prune_failed;         /* the best-effort prune of expired rows failed */
+    bank_customer_t customer; /* OK; malformed_hash: its id */
+    const char *token;        /* OK: the plaintext token, its id and expiry */
+    const char *token_id;
+    const char *expires;
+    const char *failed_at; /* on a failure: what was being done, for the log */
+} bank_sign_in_result_t;
+
+bank_db_rc bank_sign_in(bank_db_t *db, const bank_sign_in_t *in, bank_sign_in_result_t *out);
+
+#endif

@@ -1,0 +1,162 @@
+/* The data layer's typed functions: one per need, each returning a plain struct (values as
+ * the database gives them: timestamps as text, read with bank_time_parse). A lookup that
+ * finds nothing returns BANK_DB_NOT_FOUND; any other failure what bank_db.h says, with the
+ * text in bank_db_error. Results live in the handle's pool. Only the store files
+ * (mod_bank/bank_store_*.c) know statement labels and columns. No httpd dependency. */
+#ifndef BANK_STORE_H
+#define BANK_STORE_H
+
+#include <apr_pools.h>
+#include <apr_tables.h>
+#include "bank_db.h"
+#include "bank_notice.h"
+
+/* ---- access tokens, sign-in throttle, devices (bank_store_auth.c) ---- */
+
+typedef struct {
+    const char *customer_id;
+    const char *hash; /* sha256 hex of the secret */
+    const char *abilities;
+    const char *expires_at; /* NULL: never */
+    const char *last_used_at;
+} bank_token_row_t;
+
+bank_db_rc bank_store_token_find(bank_db_t *db, const char *id, bank_token_row_t *out);
+bank_db_rc bank_store_token_touch(bank_db_t *db, const char *id, const char *now);
+/* A new token row; *id its key. */
+bank_db_rc bank_store_token_insert(bank_db_t *db, const char *customer_id, const char *hash,
+                                   const char *abilities, const char *now, const char *expires,
+                                   const char **id);
+/* Deletes one token (sign-out); *count 0 when it was gone already. */
+bank_db_rc bank_store_token_delete(bank_db_t *db, const char *id, int *count);
+/* Deletes every token of a customer; *count how many. */
+bank_db_rc bank_store_token_revoke_all(bank_db_t *db, const char *customer_id, int *count);
+
+/* Failures within a window, counted in one of two tables of the same shape: per
+ * (lower-cased e-mail, client IP) for BankSignInThrottle, or per (scope, subject) for the
+ * shared counters of bank_throttle.c ("bvn" per customer, "address" per client IP). */
+typedef enum { BANK_COUNTS_SIGN_IN, BANK_COUNTS_SHARED } bank_counts_table;
+
+typedef struct {
+    apr_int64_t failures;
+    const char *window_start;
+} bank_throttle_t;
+
+/* a, b: the e-mail and the IP (SIGN_IN), the scope and the subject (SHARED). Timestamps
+ * as bank_time_iso gives them; a window that started before cutoff has expired. */
+/* The failures of the unexpired window (none: 0). */
+bank_db_rc bank_store_count_get(bank_db_t *db, bank_counts_table table, const char *a,
+                                const char *b, const char *cutoff, bank_throttle_t *out);
+/* Counts one failure atomically (a new window when the old one expired before cutoff). */
+bank_db_rc bank_store_count_fail(bank_db_t *db, bank_counts_table table, const char *a,
+                                 const char *b, const char *now, const char *cutoff,
+                                 bank_throttle_t *out);
+/* Clears the row and, in the same statement, reads what it held: its failures if the window
+ * has not expired, else 0 (no row: 0). */
+bank_db_rc bank_store_count_clear(bank_db_t *db, bank_counts_table table, const char *a,
+                                  const char *b, const char *cutoff, bank_throttle_t *out);
+/* Drops the rows (of scope, SHARED) whose window started before `before`. */
+bank_db_rc bank_store_count_prune(bank_db_t *db, bank_counts_table table, const char *scope,
+                                  const char *before);
+bank_db_rc bank_store_device_upsert(bank_db_t *db, const char *customer_id, const char *device,
+                                    const char *now);
+
+/* ---- customers, identity records, accounts (bank_store_customer.c) ---- */
+
+typedef struct {
+    const char *id;
+    const char *email;
+    const char *password; /* the stored hash */
+    const char *first_name;
+    const char *last_name;
+    const char *phone;
+    int email_verified;
+    const char *bvn; /* NULL until verified */
+    const char *referral_code;
+    const char *created_at;
+    const char *updated_at;
+} bank_customer_t;
+
+/* E-mail compared with ASCII letters folded, and nothing else (whatever the locale). */
+bank_db_rc bank_store_customer_by_email(bank_db_t *db, const char *email, bank_customer_t *out);
+bank_db_rc bank_store_customer_by_id(bank_db_t *db, const char *id, bank_customer_t *out);
+/* id, email, password, names, phone, email_verified, created_at and updated_at of c. */
+bank_db_rc bank_store_customer_insert(bank_db_t *db, const bank_customer_t *c);
+/* The customer who holds a BVN. */
+bank_db_rc bank_store_customer_by_bvn(bank_db_t *db, const char *bvn, const char **owner_id);
+/* Stores BVN and referral code on a customer not yet verified; *changed 0 when a concurrent
+ * verification came first. */
+bank_db_rc bank_store_customer_set_bvn(bank_db_t *db, const char *id, const char *bvn,
+                                       const char *referral, const char *now, int *changed);
+
+typedef struct {
+    const char *bvn;
+    const char *first_name;
+    const char *last_name;
+    const char *date_of_birth; /* YYYY-MM-DD */
+    const char *phone;
+} bank_bvn_record_t;
+
+bank_db_rc bank_store_bvn_record_find(bank_db_t *db, const char *bvn, bank_bvn_record_t *out);
+bank_db_rc bank_store_bvn_record_upsert(bank_db_t *db, const bank_bvn_record_t *rec,
+                                        const char *now);
+
+typedef struct {
+    const char *id;
+    const char *customer_id;
+    const char *account_type;
+    apr_int64_t balance_minor;
+    const char *currency;
+    const char *status;
+    const char *bank_name;
+    int verified;
+    const char *bank_account_id;
+    const char *account_name;
+    const char *account_number;
+    const char *created_at;
+    const char *updated_at;
+} bank_account_t;
+
+bank_db_rc bank_store_account_by_customer(bank_db_t *db, const char *customer_id,
+                                          bank_account_t *out);
+/* The account whose bank-side id is bank_account_id (id and customer_id set). */
+bank_db_rc bank_store_account_by_bank_id(bank_db_t *db, const char *bank_account_id,
+                                         bank_account_t *out);
+/* The next account serial (1, 2, ...), shared by every process. */
+bank_db_rc bank_store_account_serial_next(bank_db_t *db, const char *now, apr_int64_t *serial);
+/* A verified personal NGN account with balance 0: id, customer_id, bank_name,
+ * bank_account_id, account_name, account_number, created_at and updated_at of a. */
+bank_db_rc bank_store_account_insert(bank_db_t *db, const bank_account_t *a);
+
+/* ---- banks and payment notices (bank_store_notice.c) ---- */
+
+typedef struct {
+    apr_int64_t id;
+    const char *name;
+    const char *slug;
+    const char *code;
+    apr_int64_t active;
+} bank_bank_t;
+
+/* The active banks (bank_bank_t), in no particular order. */
+bank_db_rc bank_store_banks_active(bank_db_t *db, apr_array_header_t **out);
+
+/* Stores a notice unless its key (partner, transaction_reference, status_code) is there;
+ * *added 1 if written, 0 for a repeat. account and customer may be NULL. */
+bank_db_rc bank_store_notice_insert(bank_db_t *db, const bank_notice_t *n, const char *id,
+                                    const char *partner, const char *account, const char *customer,
+                                    const char *raw, const char *now, int *added);
+
+/* A stored notice, for bankctl notices: the partner's fields (service and type not read
+ * back), who sent it, whose account it names and when it arrived. */
+typedef struct {
+    bank_notice_t n;
+    const char *partner;
+    const char *customer_id;
+    const char *received_at;
+} bank_notice_row_t;
+
+/* The newest limit notices (bank_notice_row_t), newest first. */
+bank_db_rc bank_store_notices_list(bank_db_t *db, int limit, apr_array_header_t **out);
+
+#endif

@@ -1,0 +1,25 @@
+/* mod_bank_auth.c: customer bearer tokens and the opening every customer endpoint shares. */
+#ifndef MOD_BANK_AUTH_H
+#define MOD_BANK_AUTH_H
+
+#include <httpd.h>
+#include "bank_db.h"
+
+typedef struct {
+    const char *token_id; /* the bearer token's row (sign-out deletes it) */
+    const char *customer_id;
+    const char *abilities;
+} bank_principal_t;
+
+/* Verifies the customer bearer token and the ability. On success returns OK and the
+ * principal; otherwise the error answer (401/403/503) is written and its status returned. */
+int bank_authenticate(request_rec *r, bank_db_t *db, const char *ability, bank_principal_t **out);
+/* The opening every customer endpoint shares: method gate, a database connection, then the
+ * bearer token and the ability (before any body is read). OK with db and principal set, or
+ * the status of the error answer already written (405, 503, 401, 403). */
+int bank_customer_request(request_rec *r, apr_int64_t methods, const char *allow,
+                          const char *ability, bank_db_t **db, bank_principal_t **out);
+/* The bearer value of the Authorization header, or NULL if absent or not "Bearer x". */
+const char *bank_bearer(request_rec *r);
+
+#endif

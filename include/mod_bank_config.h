@@ -1,0 +1,57 @@
+/* mod_bank_config.c: the directives, their per-directory configuration and the getters that
+ * supply the defaults. */
+#ifndef MOD_BANK_CONFIG_H
+#define MOD_BANK_CONFIG_H
+
+#include <httpd.h>
+#include <http_config.h>
+#include <apr_tables.h>
+
+typedef enum { BANK_HMAC_NONE = 0, BANK_HMAC_SHA256, BANK_HMAC_SHA512 } bank_hmac_alg;
+
+/* Per-directory configuration. Unset fields hold BANK_UNSET / NULL and are merged the httpd
+ * way (the more specific <Location> wins); handlers read them through the getters below,
+ * which supply the defaults. */
+#define BANK_UNSET (-1)
+typedef struct {
+    apr_array_header_t *client_keys;     /* BankClientKey: const char * */
+    apr_int64_t token_lifetime;          /* BankTokenLifetime, seconds */
+    int throttle_attempts;               /* BankSignInThrottle */
+    apr_int64_t throttle_window;         /* seconds */
+    int addr_attempts;                   /* BankSignInAddressThrottle */
+    apr_int64_t addr_window;             /* seconds */
+    int bvn_attempts;                    /* BankBvnThrottle */
+    apr_int64_t bvn_window;              /* seconds */
+    apr_int64_t max_body;                /* BankMaxBody, bytes */
+    apr_int64_t banks_max_age;           /* BankBanksMaxAge, seconds */
+    const char *account_bank;            /* BankAccountBank */
+    const char *account_bank_code;       /* BankAccountBankCode */
+    apr_array_header_t *webhook_secrets; /* BankWebhookSecret: const char * */
+    const char *sig_header;              /* BankWebhookSignature */
+    bank_hmac_alg sig_alg;
+    const char *sig_key;
+    const char *partner; /* BankWebhookPartner */
+    int sig_set;         /* BankWebhookSignature given here */
+} bank_dir_conf;
+
+extern const command_rec bank_cmds[];
+void *bank_create_dir_conf(apr_pool_t *p, char *dir);
+void *bank_merge_dir_conf(apr_pool_t *p, void *base, void *add);
+
+bank_dir_conf *bank_conf(request_rec *r);
+apr_int64_t bank_conf_token_lifetime(const bank_dir_conf *c);
+int bank_conf_throttle_attempts(const bank_dir_conf *c);
+apr_int64_t bank_conf_throttle_window(const bank_dir_conf *c);
+int bank_conf_addr_attempts(const bank_dir_conf *c);
+apr_int64_t bank_conf_addr_window(const bank_dir_conf *c);
+int bank_conf_bvn_attempts(const bank_dir_conf *c);
+apr_int64_t bank_conf_bvn_window(const bank_dir_conf *c);
+apr_int64_t bank_conf_max_body(const bank_dir_conf *c);
+apr_int64_t bank_conf_banks_max_age(const bank_dir_conf *c);
+const char *bank_conf_account_bank(const bank_dir_conf *c);
+const char *bank_conf_account_bank_code(const bank_dir_conf *c);
+const char *bank_conf_partner(request_rec *r, const bank_dir_conf *c);
+/* The path of the <Location> that maps this request (NULL for regex sections). */
+const char *bank_location(request_rec *r);
+
+#endif

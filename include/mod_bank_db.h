@@ -1,0 +1,22 @@
+/* mod_bank_db.c: mod_bank's statements handed to mod_dbd at config time, a pooled
+ * connection per request, and a lost PostgreSQL session restored. */
+#ifndef MOD_BANK_DB_H
+#define MOD_BANK_DB_H
+
+#include <httpd.h>
+#include "bank_db.h"
+
+/* A pooled connection for this request, or NULL after logging why (the caller answers 503
+ * through bank_error_db, mod_bank_http.h). */
+bank_db_t *bank_db(request_rec *r);
+/* What a failed bank_db_* call means for the client, after logging it with what: 1 if it is
+ * worth retrying (busy, unreachable, connection lost: 503), 0 for an error of ours (500).
+ * Ends a transaction left open. db may be NULL (no connection: 1). */
+int bank_db_failed(request_rec *r, bank_db_t *db, bank_db_rc rc, const char *what);
+/* Prepares every statement of bank_statements for each server at config time. */
+int bank_db_post_config(apr_pool_t *pconf, apr_pool_t *plog, apr_pool_t *ptemp, server_rec *s);
+void bank_db_retrieve_optional(void);
+/* Registers mod_bank on mod_dbd's post_connect hook (session set-up, restore after loss). */
+void bank_db_register_hooks(void);
+
+#endif

@@ -1,0 +1,448 @@
+/* The data layer's handle over apr_dbd (bank_db.h): statements by label with one retry after
+ * a re-opened connection, rows read to the end and decoded by descriptor (transactions are
+ * in bank_db_txn.c). Statements are prepared once per connection (mod_dbd does it for the module,
+ * bank_db_prepare_all for bankctl and the tests); no SQL text is ever built from input. */
+#include <string.h>
+#include <strings.h>
+#include <apr_strings.h>
+#include <apr_tables.h>
+#include "bank_db.h"
+#include "bank_sql.h"
+#include "bank_db_internal.h"
+
+/* ---- handles ---- */
+
+bank_db_t *bank_db_wrap(apr_pool_t *p, const apr_dbd_driver_t *driver, apr_dbd_t *handle,
+                        apr_hash_t *prepared)
+{
+    bank_db_t *db = apr_pcalloc(p, sizeof(*db));
+
+    db->pool = p;
+    db->driver = driver;
+    db->handle = handle;
+    db->prepared = prepared ? prepared : apr_hash_make(p);
+    return db;
+}
+
+static apr_status_t close_db(void *data)
+{
+    bank_db_t *db = data;
+    apr_dbd_close(db->driver, db->handle);
+    return APR_SUCCESS;
+}
+
+bank_db_t *bank_db_open(apr_pool_t *p, const char *driver_name, const char *params,
+                        const char **err)
+{
+    const apr_dbd_driver_t *driver = NULL;
+    apr_dbd_t *handle = NULL;
+    const char *why = NULL;
+    bank_db_t *db;
+
+    apr_dbd_init(p);
+    if (apr_dbd_get_driver(p, driver_name, &driver) != APR_SUCCESS) {
+        *err = apr_psprintf(p, "apr_dbd driver %s is not available (install libaprutil1-dbd-%s)",
+                            driver_name, strcmp(driver_name, "pgsql") == 0 ? "pgsql" : "sqlite3");
+        return NULL;
+    }
+    if (apr_dbd_open_ex(driver, p, params, &handle, &why) != APR_SUCCESS || !handle) {
+        *err =
+            apr_pstrcat(p, "cannot open the database: ", bank_db_error_line(p, why), (char *)NULL);
+        return NULL;
+    }
+    db = bank_db_wrap(p, driver, handle, NULL);
+    apr_pool_cleanup_register(p, db, close_db, apr_pool_cleanup_null);
+    if (bank_db_is_pgsql(db) && bank_db_query(db, BANK_PG_SESSION_SQL) != 0) {
+        *err = apr_pstrcat(p, "cannot set up the database session: ", db->error, (char *)NULL);
+        return NULL;
+    }
+    return db;
+}
+
+const char *bank_db_prepare(bank_db_t *db, const char *label, const char *sql, int named)
+{
+    apr_dbd_prepared_t *st = NULL;
+    int rv = apr_dbd_prepare(db->driver, db->pool, db->handle, sql, named ? label : NULL, &st);
+
+    if (rv != 0 || !st) {
+        return bank_db_error_line(db->pool, apr_dbd_error(db->driver, db->handle, rv));
+    }
+    apr_hash_set(db->prepared, label, APR_HASH_KEY_STRING, st);
+    return NULL;
+}
+
+const char *bank_db_prepare_all(bank_db_t *db)
+{
+    const bank_stmt_t *st;
+    int i;
+
+    for (i = 0; (st = bank_stmt_at(i)) != NULL; i++) {
+        const char *err = bank_db_prepare(
+            db, st->label, bank_stmt_expand(db->pool, st->sql, bank_db_is_pgsql(db)), 1);
+        if (err) {
+            return apr_psprintf(db->pool, "statement %s: %s", st->label, err);
+        }
+    }
+    return NULL;
+}
+
+void bank_db_set_recover(bank_db_t *db, bank_db_recover_fn fn, void *baton)
+{
+    db->recover = fn;
+    db->recover_baton = baton;
+}
+
+bank_conn_state bank_db_recover(bank_db_t *db)
+{
+    bank_conn_state st = db->recover ? db->recover(db, db->recover_baton) : BANK_CONN_INTACT;
+
+    if (st == BANK_CONN_DOWN || st == BANK_CONN_RESTORED) {
+        db->conn_lost = 1;
+    }
+    return st;
+}
+
+void bank_db_set_writer_lock(bank_db_t *db, apr_thread_mutex_t *lock)
+{
+    db->writer_lock = lock;
+}
+
+const apr_dbd_driver_t *bank_db_driver(const bank_db_t *db)
+{
+    return db->driver;
+}
+
+apr_dbd_t *bank_db_handle(const bank_db_t *db)
+{
+    return db->handle;
+}
+
+apr_pool_t *bank_db_pool(const bank_db_t *db)
+{
+    return db->pool;
+}
+
+int bank_dbd_is_pgsql(const apr_dbd_driver_t *driver)
+{
+    return strcmp(apr_dbd_name(driver), "pgsql") == 0;
+}
+
+int bank_db_is_pgsql(const bank_db_t *db)
+{
+    return bank_dbd_is_pgsql(db->driver);
+}
+
+const char *bank_db_error(const bank_db_t *db)
+{
+    return db->error;
+}
+
+int bank_db_conn_lost(const bank_db_t *db)
+{
+    return db->conn_lost;
+}
+
+int bank_db_in_txn(const bank_db_t *db)
+{
+    return db->in_txn;
+}
+
+int bank_db_read_only(const bank_db_t *db)
+{
+    return db->read_only;
+}
+
+void bank_db_replace(bank_db_t *db, apr_dbd_t *handle, apr_hash_t *prepared)
+{
+    db->handle = handle;
+    db->prepared = prepared;
+    db->read_only = 0;
+}
+
+const char *bank_db_error_line(apr_pool_t *p, const char *msg)
+{
+    return msg ? apr_pstrndup(p, msg, strcspn(msg, "\r\n")) : "unknown database error";
+}
+
+bank_db_rc bank_db_fail(bank_db_t *db, const char *why)
+{
+    db->error = why;
+    if (db->in_txn) {
+        db->txn_failed = 1;
+    }
+    return BANK_DB_ERROR;
+}
+
+/* ---- statements ---- */
+
+bank_db_rc bank_db_classify(bank_db_t *db, int rv)
+{
+    bank_db_fail(db, bank_db_error_line(db->pool, apr_dbd_error(db->driver, db->handle, rv)));
+    /* SQLITE_READONLY's own text: the driver's statements are prepared the legacy way, so
+     * a step that fails returns SQLITE_ERROR whatever the reason. */
+    if (!bank_db_is_pgsql(db) && strstr(db->error, "readonly database")) {
+        db->read_only = 1;
+    }
+    /* SQLITE_BUSY (5) / SQLITE_LOCKED (6) after the driver's own retries and busy_timeout;
+     * PostgreSQL reports lock and statement time-outs in the message text. */
+    if ((!bank_db_is_pgsql(db) && (rv == 5 || rv == 6)) || strstr(db->error, "locked") ||
+        strstr(db->error, "timeout") || strstr(db->error, "canceling statement")) {
+        return BANK_DB_BUSY;
+    }
+    return BANK_DB_ERROR;
+}
+
+/* After a failed statement: whether running it once more is both useful and safe. Only
+ * outside a transaction (inside one, the transaction is gone with the connection), and only
+ * when the module re-opened the connection: a FRESH one never ran the statement; after a
+ * loss (RESTORED) a read or a BEGIN can be repeated, a write might have committed. */
+int bank_db_retry(bank_db_t *db, bank_db_rc rc, int read_only)
+{
+    bank_conn_state st;
+
+    if (rc != BANK_DB_ERROR || db->in_txn || !db->recover) {
+        return 0;
+    }
+    st = bank_db_recover(db);
+    return st == BANK_CONN_FRESH || (st == BANK_CONN_RESTORED && read_only);
+}
+
+static apr_dbd_prepared_t *lookup(bank_db_t *db, const char *label)
+{
+    apr_dbd_prepared_t *st =
+        db->prepared ? apr_hash_get(db->prepared, label, APR_HASH_KEY_STRING) : NULL;
+    if (!st) {
+        db->error = apr_pstrcat(db->pool, "statement not prepared: ", label, (char *)NULL);
+    }
+    return st;
+}
+
+/* SQLite through apr_dbd: the sqlite3 driver runs every call under one process-wide mutex,
+ * and SQLite's busy_timeout waits inside such a call. A thread waiting there for the write
+ * lock that another thread of the same process holds mid-transaction keeps that thread from
+ * going on until the wait times out (10 s a statement with busy_timeout 10000, measured).
+ * So within a process a transaction holds writer_lock from its BEGIN to its end, and a
+ * statement outside one holds it while it runs: no thread waits on SQLite for a lock its own
+ * process holds. Waits across processes stay SQLite's. No lock on PostgreSQL. */
+int bank_db_hold(bank_db_t *db)
+{
+    if (!db->writer_lock || db->holding) {
+        return 0;
+    }
+    apr_thread_mutex_lock(db->writer_lock);
+    db->holding = 1;
+    return 1;
+}
+
+void bank_db_release(bank_db_t *db)
+{
+    if (db->holding) {
+        db->holding = 0;
+        apr_thread_mutex_unlock(db->writer_lock);
+    }
+}
+
+int bank_db_writable(bank_db_t *db, apr_dbd_t *handle)
+{
+    int n = 0, ok, mine = bank_db_hold(db);
+
+    ok = apr_dbd_query(db->driver, handle, &n, "BEGIN IMMEDIATE") == 0;
+    if (ok) {
+        ok = apr_dbd_query(db->driver, handle, &n, "PRAGMA user_version = 0") == 0;
+        apr_dbd_query(db->driver, handle, &n, "ROLLBACK");
+    }
+    if (mine) {
+        bank_db_release(db);
+    }
+    return ok;
+}
+
+/* Whether the statement under label only reads (its text starts with SELECT). */
+static int is_select(const char *label)
+{
+    const bank_stmt_t *st = bank_stmt_find(label);
+    return st && strncasecmp(st->sql, "SELECT ", 7) == 0;
+}
+
+/* The text of column i of a row, NULL for SQL NULL: apr_dbd_datum_get reports NULL as
+ * APR_ENOENT on both drivers (apr_dbd_get_entry gives "" on PostgreSQL). */
+static const char *column(bank_db_t *db, apr_dbd_row_t *row, int i)
+{
+    const char *v = NULL;
+
+    if (apr_dbd_datum_get(db->driver, row, i, APR_DBD_TYPE_STRING, &v) == APR_SUCCESS && v) {
+        return apr_pstrdup(db->pool, v);
+    }
+    return NULL;
+}
+
+int bank_db_bool(const char *v)
+{
+    return v && (!strcmp(v, "1") || !strcasecmp(v, "t") || !strcasecmp(v, "true"));
+}
+
+static void decode(bank_db_t *db, apr_dbd_row_t *row, const bank_col_t *cols, void *out)
+{
+    int i;
+
+    for (i = 0; cols[i].type != BANK_COL_END; i++) {
+        const char *v = column(db, row, i);
+        char *at = (char *)out + cols[i].offset;
+        switch (cols[i].type) {
+        case BANK_COL_TEXT:
+            *(const char **)at = v;
+            break;
+        case BANK_COL_BOOL:
+            *(int *)at = bank_db_bool(v);
+            break;
+        default:
+            *(apr_int64_t *)at = v ? apr_atoi64(v) : 0;
+            break;
+        }
+    }
+}
+
+static int count_cols(const bank_col_t *cols)
+{
+    int n = 0;
+    while (cols[n].type != BANK_COL_END) {
+        n++;
+    }
+    return n;
+}
+
+/* Reads every row, until -1, so no result is left pending on a pooled connection; each
+ * decoded by cols into a struct of size bytes (or, with cols NULL, the first column's text
+ * of the first row into *first). */
+static bank_db_rc read_rows(bank_db_t *db, const char *label, apr_dbd_results_t *res,
+                            const bank_col_t *cols, apr_size_t size, apr_array_header_t *rows,
+                            const char **first)
+{
+    apr_dbd_row_t *row = NULL;
+    int ncols = apr_dbd_num_cols(db->driver, res), bad = cols && ncols != count_cols(cols);
+
+    while (apr_dbd_get_row(db->driver, db->pool, res, &row, -1) == 0) {
+        if (bad) {
+            continue;
+        }
+        if (!cols) {
+            if (first && !*first) {
+                *first = ncols > 0 ? column(db, row, 0) : NULL;
+            }
+            continue;
+        }
+        decode(db, row, cols, memset(apr_array_push(rows), 0, size));
+    }
+    if (bad) {
+        return bank_db_fail(db,
+                            apr_psprintf(db->pool, "%s returns %d columns, its descriptor names %d",
+                                         label, ncols, count_cols(cols)));
+    }
+    return BANK_DB_OK;
+}
+
+static bank_db_rc run_select(bank_db_t *db, const char *label, int nargs, const char *const *args,
+                             apr_dbd_results_t **res)
+{
+    apr_dbd_prepared_t *st = lookup(db, label);
+    int rv;
+
+    if (!st) {
+        return BANK_DB_NO_STMT;
+    }
+    /* random=1: the pgsql driver reports SQL errors only in that mode. */
+    rv = apr_dbd_pselect(db->driver, db->pool, db->handle, res, st, 1, nargs, (const char **)args);
+    /* looked up again: recover may have replaced the connection and its statements */
+    if (rv != 0 && bank_db_retry(db, bank_db_classify(db, rv), is_select(label)) &&
+        (st = lookup(db, label)) != NULL) {
+        *res = NULL;
+        rv = apr_dbd_pselect(db->driver, db->pool, db->handle, res, st, 1, nargs,
+                             (const char **)args);
+    }
+    return rv == 0 ? BANK_DB_OK : bank_db_classify(db, rv);
+}
+
+bank_db_rc bank_db_rows(bank_db_t *db, const char *label, int nargs, const char *const *args,
+                        const bank_col_t *cols, apr_size_t size, apr_array_header_t **out)
+{
+    apr_dbd_results_t *res = NULL;
+    int mine = bank_db_hold(db); /* no-op inside a transaction, which holds it already */
+    bank_db_rc rc = run_select(db, label, nargs, args, &res);
+
+    *out = apr_array_make(db->pool, 8, (int)size);
+    if (rc == BANK_DB_OK) {
+        rc = read_rows(db, label, res, cols, size, *out, NULL);
+    }
+    if (mine) {
+        bank_db_release(db);
+    }
+    return rc;
+}
+
+bank_db_rc bank_db_row(bank_db_t *db, const char *label, int nargs, const char *const *args,
+                       const bank_col_t *cols, void *out, apr_size_t size)
+{
+    apr_array_header_t *rows;
+    bank_db_rc rc = bank_db_rows(db, label, nargs, args, cols, size, &rows);
+
+    memset(out, 0, size);
+    if (rc != BANK_DB_OK) {
+        return rc;
+    }
+    if (rows->nelts == 0) {
+        return BANK_DB_NOT_FOUND;
+    }
+    memcpy(out, rows->elts, size);
+    return BANK_DB_OK;
+}
+
+bank_db_rc bank_db_exec(bank_db_t *db, const char *label, int *affected, int nargs,
+                        const char *const *args)
+{
+    apr_dbd_prepared_t *st = lookup(db, label);
+    int n = 0, rv, mine;
+
+    if (!st) {
+        return BANK_DB_NO_STMT;
+    }
+    mine = bank_db_hold(db);
+    rv = apr_dbd_pquery(db->driver, db->pool, db->handle, &n, st, nargs, (const char **)args);
+    if (rv != 0 && bank_db_retry(db, bank_db_classify(db, rv), 0) &&
+        (st = lookup(db, label)) != NULL) {
+        rv = apr_dbd_pquery(db->driver, db->pool, db->handle, &n, st, nargs, (const char **)args);
+    }
+    if (mine) {
+        bank_db_release(db);
+    }
+    if (affected) {
+        *affected = n;
+    }
+    return rv == 0 ? BANK_DB_OK : bank_db_classify(db, rv);
+}
+
+/* ---- bookkeeping SQL ---- */
+
+int bank_db_query(bank_db_t *db, const char *sql)
+{
+    int n = 0, rv = apr_dbd_query(db->driver, db->handle, &n, sql);
+
+    if (rv != 0) {
+        db->error = bank_db_error_line(db->pool, apr_dbd_error(db->driver, db->handle, rv));
+    }
+    return rv;
+}
+
+int bank_db_query_value(bank_db_t *db, const char *sql, const char **value)
+{
+    apr_dbd_results_t *res = NULL;
+    /* random=1: the pgsql driver reports SQL errors only in that mode. */
+    int rv = apr_dbd_select(db->driver, db->pool, db->handle, &res, sql, 1);
+
+    *value = NULL;
+    if (rv != 0) {
+        db->error = bank_db_error_line(db->pool, apr_dbd_error(db->driver, db->handle, rv));
+        return rv;
+    }
+    read_rows(db, sql, res, NULL, 0, NULL, value);
+    return 0;
+}

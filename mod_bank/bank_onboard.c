@@ -1,0 +1,240 @@
+/* BVN onboarding (bank_onboard.h): the state, the identity record, and the account opened
+ * once, whatever concurrent requests of the same customer do. The BVN is never in a failure
+ * text (those go to logs). */
+#include <string.h>
+#include <apr_strings.h>
+#include <apr_time.h>
+#include "bank_account.h"
+#include "bank_nuban.h"
+#include "bank_onboard.h"
+#include "bank_time.h"
+#include "bank_uuid.h"
+
+static bank_db_rc state_once(bank_db_t *db, bank_onboard_t *st)
+{
+    bank_db_rc rc = bank_store_customer_by_id(db, st->customer_id, &st->customer);
+
+    memset(&st->account, 0, sizeof(st->account));
+    st->owner = NULL;
+    if (rc == BANK_DB_NOT_FOUND) {
+        st->verdict = BANK_ONBOARD_NO_CUSTOMER;
+        return BANK_DB_OK;
+    }
+    if (rc != BANK_DB_OK) {
+        return rc;
+    }
+    if (st->customer.bvn && strcmp(st->customer.bvn, st->bvn) != 0) {
+        st->verdict = BANK_ONBOARD_OTHER;
+        return BANK_DB_OK;
+    }
+    if (st->customer.bvn) {
+        rc = bank_store_account_by_customer(db, st->customer_id, &st->account);
+        st->verdict = rc == BANK_DB_OK ? BANK_ONBOARD_DONE : BANK_ONBOARD_NO_ACCOUNT;
+        return rc == BANK_DB_NOT_FOUND ? BANK_DB_OK : rc;
+    }
+    rc = bank_store_customer_by_bvn(db, st->bvn, &st->owner);
+    st->verdict = rc == BANK_DB_OK ? BANK_ONBOARD_TAKEN : BANK_ONBOARD_OPEN;
+    return rc == BANK_DB_NOT_FOUND ? BANK_DB_OK : rc;
+}
+
+bank_db_rc bank_onboard_state(bank_db_t *db, bank_onboard_t *st)
+{
+    bank_db_rc rc = BANK_DB_OK;
+    int pass;
+
+    /* Two statements, no snapshot across them (PostgreSQL reads each at its own instant):
+     * if the BVN's owner turns out to be this customer, a concurrent request of theirs
+     * committed in between; read the state again rather than call the BVN taken. */
+    for (pass = 0; pass < 2; pass++) {
+        if ((rc = state_once(db, st)) != BANK_DB_OK || st->verdict != BANK_ONBOARD_TAKEN ||
+            strcmp(st->owner, st->customer_id) != 0) {
+            return rc;
+        }
+    }
+    return rc;
+}
+
+/* The identity record must know the BVN, with this date of birth and the customer's names. */
+static bank_db_rc check_record(bank_db_t *db, bank_onboard_t *st, const char *dob,
+                               const char **account_name)
+{
+    apr_pool_t *p = bank_db_pool(db);
+    bank_bvn_record_t rec;
+    bank_db_rc rc = bank_store_bvn_record_find(db, st->bvn, &rec);
+
+    if (rc == BANK_DB_NOT_FOUND) {
+        st->record = BANK_RECORD_UNKNOWN;
+    } else if (rc != BANK_DB_OK) {
+        return rc;
+    } else if (!rec.date_of_birth || strcmp(rec.date_of_birth, dob) != 0) {
+        st->record = BANK_RECORD_DOB;
+    } else if (!bank_names_match(p, rec.first_name, rec.last_name, st->customer.first_name,
+                                 st->customer.last_name)) {
+        st->record = BANK_RECORD_NAMES;
+    } else {
+        *account_name = bank_account_name(p, rec.first_name, rec.last_name);
+    }
+    return BANK_DB_OK;
+}
+
+/* One attempt's work inside the transaction. */
+typedef struct {
+    bank_onboard_t *st;
+    const bank_onboard_bank_t *bank;
+    const char *account_name;
+    const char *step; /* the write being done: "referral" is the one worth another try */
+} attempt_t;
+
+static const char step_referral[] = "referral";
+
+/* The writes of a first verification. */
+static bank_db_rc write_account(bank_db_t *db, attempt_t *a)
+{
+    apr_pool_t *p = bank_db_pool(db);
+    const char *now = bank_time_iso(p, apr_time_now()), *referral = bank_referral_code(p);
+    bank_account_t acct;
+    apr_int64_t serial = 0;
+    bank_db_rc rc;
+    int changed = 0;
+
+    memset(&acct, 0, sizeof(acct));
+    acct.id = bank_uuid4(p);
+    acct.bank_account_id = bank_uuid4(p);
+    a->step = "random";
+    if (!referral || !acct.id || !acct.bank_account_id) {
+        return bank_db_fail(db, "no randomness for the referral code or ids");
+    }
+    a->step = step_referral;
+    if ((rc = bank_store_customer_set_bvn(db, a->st->customer_id, a->st->bvn, referral, now,
+                                          &changed)) != BANK_DB_OK) {
+        return rc;
+    }
+    if (changed != 1) {
+        return bank_db_fail(db, "the customer changed meanwhile");
+    }
+    a->step = "serial";
+    if ((rc = bank_store_account_serial_next(db, now, &serial)) != BANK_DB_OK) {
+        return rc;
+    }
+    if (!(acct.account_number = bank_nuban_account(p, a->bank->code, serial))) {
+        return bank_db_fail(db, "no account number: the serial is outside 1..999999999");
+    }
+    a->step = "account";
+    acct.customer_id = a->st->customer_id;
+    acct.bank_name = a->bank->name;
+    acct.account_name = a->account_name;
+    acct.created_at = acct.updated_at = now;
+    return bank_store_account_insert(db, &acct);
+}
+
+/* Inside the transaction: decide again on what it sees (a concurrent request may have won
+ * since), then write. Nothing to write: roll back, no error. */
+static bank_db_rc attempt(bank_db_t *db, void *baton)
+{
+    attempt_t *a = baton;
+    bank_db_rc rc;
+
+    a->step = "state";
+    if ((rc = bank_onboard_state(db, a->st)) != BANK_DB_OK) {
+        return rc;
+    }
+    if (a->st->verdict != BANK_ONBOARD_OPEN) {
+        return BANK_DB_ROLLBACK;
+    }
+    return write_account(db, a);
+}
+
+/* Opens the account, or finds that another request did. */
+static bank_db_rc open_account(bank_db_t *db, bank_onboard_t *st, const bank_onboard_bank_t *bank,
+                               const char *account_name)
+{
+    attempt_t a = {st, bank, account_name, NULL};
+    bank_db_rc rc;
+
+    st->opening = 1;
+    for (;;) {
+        const char *err;
+        a.step = "begin";
+        rc = bank_db_transaction(db, attempt, &a);
+        if (rc == BANK_DB_OK && st->verdict != BANK_ONBOARD_OPEN) {
+            return BANK_DB_OK; /* settled inside the transaction: someone else was first */
+        }
+        if (rc == BANK_DB_OK) {
+            break;
+        }
+        /* Rolled back. A unique key may have lost a race that the state now shows. */
+        err = bank_db_error(db);
+        if (bank_onboard_state(db, st) == BANK_DB_OK && st->verdict != BANK_ONBOARD_OPEN) {
+            return BANK_DB_OK;
+        }
+        if (a.step != step_referral || st->retries + 1 == BANK_ONBOARD_ATTEMPTS) {
+            bank_db_fail(db, err);
+            st->failed_at = apr_pstrcat(bank_db_pool(db), "opening the account of ",
+                                        st->customer_id, " (", a.step, ")", (char *)NULL);
+            return rc;
+        }
+        st->retries++;
+    }
+    st->opened = 1;
+    if ((rc = bank_onboard_state(db, st)) != BANK_DB_OK) {
+        st->failed_at = "reading the new account";
+    }
+    return rc;
+}
+
+/* The record matched: a success clears the customer's count, a taken BVN leaves it; either
+ * way, if the limit was reached meanwhile (wrong attempts at the same moment), throttled: a
+ * right answer hidden in a flood of wrong ones is not revealed. */
+static bank_db_rc settle_count(bank_db_t *db, bank_onboard_t *st, const bank_counter_t *c)
+{
+    bank_db_rc rc;
+
+    st->failed_at = "throttle clear";
+    rc = st->verdict == BANK_ONBOARD_TAKEN ? bank_counter_check(db, c, &st->count)
+                                           : bank_counter_clear(db, c, &st->count);
+    st->throttled = rc == BANK_DB_OK && st->count.over;
+    return rc;
+}
+
+bank_db_rc bank_onboard(bank_db_t *db, bank_onboard_t *st, const char *dob,
+                        const bank_onboard_bank_t *bank)
+{
+    const char *account_name = NULL;
+    bank_counter_t counter = {BANK_COUNTS_SHARED, "bvn",      st->customer_id,
+                              st->attempts,       st->window, apr_time_now()};
+    bank_db_rc rc;
+
+    st->record = BANK_RECORD_OK;
+    st->throttled = 0;
+    st->opening = st->opened = st->retries = 0;
+    st->failed_at = "customer lookup";
+    if ((rc = bank_onboard_state(db, st)) != BANK_DB_OK) {
+        return rc;
+    }
+    /* A customer verified with another BVN is told so before the record is looked at: the
+     * answer is about their own state, and tells nothing about the BVN they sent. */
+    if (st->verdict == BANK_ONBOARD_NO_CUSTOMER || st->verdict == BANK_ONBOARD_OTHER) {
+        return BANK_DB_OK;
+    }
+    /* Past BankBvnThrottle every attempt is refused, right or wrong. */
+    st->failed_at = "throttle lookup";
+    if ((rc = bank_counter_check(db, &counter, &st->count)) != BANK_DB_OK || st->count.over) {
+        st->throttled = rc == BANK_DB_OK;
+        return rc;
+    }
+    st->failed_at = "BVN record lookup";
+    if ((rc = check_record(db, st, dob, &account_name)) != BANK_DB_OK) {
+        return rc;
+    }
+    if (st->record != BANK_RECORD_OK) {
+        st->failed_at = "throttle count";
+        rc = bank_counter_fail(db, &counter, &st->count);
+        st->throttled = rc == BANK_DB_OK && st->count.over;
+        return rc;
+    }
+    if ((rc = settle_count(db, st, &counter)) != BANK_DB_OK || st->throttled) {
+        return rc;
+    }
+    st->failed_at = NULL;
+    return st->verdict == BANK_ONBOARD_OPEN ? open_account(db, st, bank, account_name) : BANK_DB_OK;
+}

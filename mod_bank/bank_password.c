@@ -1,0 +1,316 @@
+/* Password hashes (docs/api.md): scrypt PHC as AdonisJS writes it, and bcrypt in both its
+ * modular-crypt ($2a$/$2b$/$2y$) and AdonisJS PHC ($bcrypt$v=98$r=10$...) forms. */
+#include <string.h>
+
+#include <apr_strings.h>
+#include <apr_lib.h>
+
+#include <crypt.h>
+#include <openssl/crypto.h>
+#include <openssl/evp.h>
+
+#include "bank_password.h"
+#include "bank_encoding.h"
+#include "bank_rand.h"
+
+/* AdonisJS defaults for new hashes. */
+#define SCRYPT_N 16384
+#define SCRYPT_R 8
+#define SCRYPT_P 1
+#define SCRYPT_SALT_LEN 16
+#define SCRYPT_KEY_LEN 64
+
+/* Limits on stored hashes, so that a planted hash cannot exhaust memory or CPU. Salt and key
+ * lengths are AdonisJS' own accepted ranges. */
+#define SCRYPT_MAX_N (1UL << 20)
+#define SCRYPT_MAX_R 32
+#define SCRYPT_MAX_P 16
+#define SCRYPT_MAX_MEM (32UL * 1024 * 1024) /* AdonisJS's own maxmem default */
+/* Work per verification at most 4x the default (n*r*p = 131072): a stored hash must not
+ * let one sign-in hold a worker for seconds. The fuzz build (t/fuzz, `make fuzz`) lowers this
+ * ceiling and bcrypt's so that each of its runs costs milliseconds: the same checks, smaller
+ * numbers. */
+#ifdef FUZZING_BUILD_MODE_UNSAFE_FOR_PRODUCTION
+#define SCRYPT_MAX_WORK (1024UL * 8)
+#else
+#define SCRYPT_MAX_WORK (4UL * 16384 * 8)
+#endif
+#define SCRYPT_MIN_SALT 8
+#define SCRYPT_MAX_SALT 1024
+#define SCRYPT_MIN_KEY 64
+#define SCRYPT_MAX_KEY 128
+
+/* htpasswd's ceiling; beyond it one verification takes tens of seconds. */
+#define BCRYPT_MIN_COST 4
+#ifdef FUZZING_BUILD_MODE_UNSAFE_FOR_PRODUCTION
+#define BCRYPT_MAX_COST 5
+#else
+#define BCRYPT_MAX_COST 14 /* about 1 s here; AdonisJS's default is 10 */
+#endif
+#define BCRYPT_SALT_LEN 16
+#define BCRYPT_HASH_LEN 23
+
+/* scrypt(n=16384,r=8,p=1) of a random password that was thrown away. */
+static const char dummy_hash[] =
+    "$scrypt$n=16384,r=8,p=1$dF780RQ+X3AB4wTn5/mhQw$EmXiMsK1lAYDyDgIwnKQnF6z9lxrG/HfjHnJPF4aC966"
+    "98/mmD5t1S8tcAqgHpirG8ep8dTnGHePI5Z3G4XnEQ";
+
+typedef struct {
+    unsigned long n, r, p;
+    unsigned char *salt, *key;
+    apr_size_t saltlen, keylen;
+} scrypt_params;
+
+/* A decimal without sign or leading zeros, at most 9 digits (no overflow). */
+static int parse_uint(const char *s, apr_size_t len, unsigned long *v)
+{
+    apr_size_t i;
+
+    if (len == 0 || len > 9 || (s[0] == '0' && len > 1)) {
+        return -1;
+    }
+    *v = 0;
+    for (i = 0; i < len; i++) {
+        if (!apr_isdigit(s[i])) {
+            return -1;
+        }
+        *v = *v * 10 + (unsigned long)(s[i] - '0');
+    }
+    return 0;
+}
+
+/* Splits "a$b$c" after a scheme prefix into exactly want fields (none empty, no more). */
+static int split_fields(apr_pool_t *p, const char *s, char **fields, int want)
+{
+    char *copy = apr_pstrdup(p, s), *f = copy;
+    int i;
+
+    for (i = 0; i < want; i++) {
+        char *end = strchr(f, '$');
+
+        if ((end == NULL) != (i == want - 1)) {
+            return -1;
+        }
+        if (end) {
+            *end = '\0';
+        }
+        if (*f == '\0') {
+            return -1;
+        }
+        fields[i] = f;
+        f = end ? end + 1 : NULL;
+    }
+    return 0;
+}
+
+/* "n=16384,r=8,p=1" in any order, each key exactly once. */
+static int scrypt_parse_params(const char *s, scrypt_params *sp)
+{
+    int seen = 0;
+
+    while (*s) {
+        const char *comma = strchr(s, ',');
+        apr_size_t len = comma ? (apr_size_t)(comma - s) : strlen(s);
+        unsigned long *slot;
+        int bit;
+
+        if (len < 3 || s[1] != '=') {
+            return -1;
+        }
+        switch (s[0]) {
+        case 'n':
+            slot = &sp->n, bit = 1;
+            break;
+        case 'r':
+            slot = &sp->r, bit = 2;
+            break;
+        case 'p':
+            slot = &sp->p, bit = 4;
+            break;
+        default:
+            return -1;
+        }
+        if ((seen & bit) || parse_uint(s + 2, len - 2, slot) != 0) {
+            return -1;
+        }
+        seen |= bit;
+        s += len;
+        if (comma && *++s == '\0') {
+            return -1;
+        }
+    }
+    return seen == 7 ? 0 : -1;
+}
+
+/* What OpenSSL's scrypt allocates: B (128*r*p) plus V and scratch (128*r*(n+2)). */
+static unsigned long scrypt_mem(const scrypt_params *sp)
+{
+    return 128UL * sp->r * (sp->n + 2 + sp->p);
+}
+
+static int scrypt_params_ok(const scrypt_params *sp)
+{
+    if (sp->n < 2 || sp->n > SCRYPT_MAX_N || (sp->n & (sp->n - 1)) != 0) {
+        return 0;
+    }
+    if (sp->r < 1 || sp->r > SCRYPT_MAX_R || sp->p < 1 || sp->p > SCRYPT_MAX_P) {
+        return 0;
+    }
+    if (scrypt_mem(sp) > SCRYPT_MAX_MEM || (unsigned long)sp->n * sp->r * sp->p > SCRYPT_MAX_WORK) {
+        return 0;
+    }
+    return sp->saltlen >= SCRYPT_MIN_SALT && sp->saltlen <= SCRYPT_MAX_SALT &&
+           sp->keylen >= SCRYPT_MIN_KEY && sp->keylen <= SCRYPT_MAX_KEY;
+}
+
+static int scrypt_derive(const char *plain, const scrypt_params *sp, unsigned char *out)
+{
+    /* A margin over the exact need, so that OpenSSL's own accounting never refuses. */
+    return EVP_PBE_scrypt(plain, strlen(plain), sp->salt, sp->saltlen, sp->n, sp->r, sp->p,
+                          scrypt_mem(sp) + 65536, out, sp->keylen) == 1
+               ? 0
+               : -1;
+}
+
+static int verify_scrypt(apr_pool_t *p, const char *plain, const char *rest)
+{
+    char *f[3];
+    scrypt_params sp;
+    unsigned char *got;
+
+    memset(&sp, 0, sizeof(sp));
+    if (split_fields(p, rest, f, 3) != 0 || scrypt_parse_params(f[0], &sp) != 0 ||
+        bank_b64std_decode(p, f[1], &sp.salt, &sp.saltlen) != 0 ||
+        bank_b64std_decode(p, f[2], &sp.key, &sp.keylen) != 0 || !scrypt_params_ok(&sp)) {
+        return BANK_PW_MALFORMED;
+    }
+    got = apr_palloc(p, sp.keylen);
+    if (scrypt_derive(plain, &sp, got) != 0) {
+        return BANK_PW_MALFORMED;
+    }
+    return CRYPTO_memcmp(got, sp.key, sp.keylen) == 0 ? BANK_PW_MATCH : BANK_PW_MISMATCH;
+}
+
+/* $2a$/$2b$/$2y$, two-digit cost, then 22 salt + 31 hash characters of bcrypt's alphabet. */
+static int bcrypt_mcf_ok(const char *s)
+{
+    apr_size_t i;
+    int cost;
+
+    if (strlen(s) != 60 || strncmp(s, "$2", 2) != 0 || !strchr("aby", s[2]) || s[3] != '$' ||
+        !apr_isdigit(s[4]) || !apr_isdigit(s[5]) || s[6] != '$') {
+        return 0;
+    }
+    cost = (s[4] - '0') * 10 + (s[5] - '0');
+    if (cost < BCRYPT_MIN_COST || cost > BCRYPT_MAX_COST) {
+        return 0;
+    }
+    for (i = 7; i < 60; i++) {
+        if (!strchr(BANK_BCRYPT_ALPHABET, s[i])) {
+            return 0;
+        }
+    }
+    return 1;
+}
+
+static int verify_bcrypt_mcf(apr_pool_t *p, const char *plain, const char *stored)
+{
+    struct crypt_data *cd;
+    const char *out;
+    apr_size_t len = strlen(stored);
+
+    if (!bcrypt_mcf_ok(stored)) {
+        return BANK_PW_MALFORMED;
+    }
+    cd = apr_pcalloc(p, sizeof(*cd));
+    out = crypt_rn(plain, stored, cd, (int)sizeof(*cd));
+    if (!out) {
+        return BANK_PW_MALFORMED;
+    }
+    return strlen(out) == len && CRYPTO_memcmp(out, stored, len) == 0 ? BANK_PW_MATCH
+                                                                      : BANK_PW_MISMATCH;
+}
+
+/* bcrypt packs bits as standard base64 does, in its own alphabet. */
+static char *bcrypt_b64(apr_pool_t *p, const unsigned char *in, apr_size_t len)
+{
+    return bank_b64_encode(p, in, len, BANK_BCRYPT_ALPHABET);
+}
+
+/* AdonisJS' PHC form: $bcrypt$[v=97|98$]r=NN$<salt>$<hash>, no v meaning 97 ('a').
+ * Rewritten as the modular-crypt string it stands for, then verified as one. */
+static int verify_bcrypt_phc(apr_pool_t *p, const char *plain, const char *rest)
+{
+    char *f[4];
+    unsigned long version = 'a', cost;
+    unsigned char *salt, *hash;
+    apr_size_t saltlen, hashlen;
+    const char *mcf;
+
+    /* f[0] is the optional version; f[1..3] are cost, salt and hash. */
+    if (split_fields(p, rest, f, 4) == 0) {
+        if (strncmp(f[0], "v=", 2) != 0 || parse_uint(f[0] + 2, strlen(f[0] + 2), &version) ||
+            (version != 'a' && version != 'b')) {
+            return BANK_PW_MALFORMED;
+        }
+    } else if (split_fields(p, rest, f + 1, 3) != 0) {
+        return BANK_PW_MALFORMED;
+    }
+    if (strncmp(f[1], "r=", 2) != 0 || parse_uint(f[1] + 2, strlen(f[1] + 2), &cost) ||
+        cost < BCRYPT_MIN_COST || cost > BCRYPT_MAX_COST ||
+        bank_b64std_decode(p, f[2], &salt, &saltlen) || saltlen != BCRYPT_SALT_LEN ||
+        bank_b64std_decode(p, f[3], &hash, &hashlen) || hashlen != BCRYPT_HASH_LEN) {
+        return BANK_PW_MALFORMED;
+    }
+    mcf = apr_psprintf(p, "$2%c$%02lu$%s%s", (char)version, cost, bcrypt_b64(p, salt, saltlen),
+                       bcrypt_b64(p, hash, hashlen));
+    return verify_bcrypt_mcf(p, plain, mcf);
+}
+
+int bank_password_verify(apr_pool_t *p, const char *plain, const char *stored)
+{
+    if (!stored) {
+        return BANK_PW_MALFORMED;
+    }
+    if (!plain) {
+        return BANK_PW_MISMATCH;
+    }
+    if (strncmp(stored, "$scrypt$", 8) == 0) {
+        return verify_scrypt(p, plain, stored + 8);
+    }
+    if (strncmp(stored, "$bcrypt$", 8) == 0) {
+        return verify_bcrypt_phc(p, plain, stored + 8);
+    }
+    if (strncmp(stored, "$2", 2) == 0) {
+        return verify_bcrypt_mcf(p, plain, stored);
+    }
+    return BANK_PW_MALFORMED;
+}
+
+char *bank_password_hash(apr_pool_t *p, const char *plain)
+{
+    unsigned char salt[SCRYPT_SALT_LEN], key[SCRYPT_KEY_LEN];
+    scrypt_params sp;
+
+    if (!plain || bank_random_bytes(salt, sizeof(salt)) != 0) {
+        return NULL;
+    }
+    sp.n = SCRYPT_N;
+    sp.r = SCRYPT_R;
+    sp.p = SCRYPT_P;
+    sp.salt = salt;
+    sp.saltlen = sizeof(salt);
+    sp.key = key;
+    sp.keylen = sizeof(key);
+    if (scrypt_derive(plain, &sp, key) != 0) {
+        return NULL;
+    }
+    return apr_psprintf(p, "$scrypt$n=%d,r=%d,p=%d$%s$%s", SCRYPT_N, SCRYPT_R, SCRYPT_P,
+                        bank_b64std_encode(p, salt, sizeof(salt)),
+                        bank_b64std_encode(p, key, sizeof(key)));
+}
+
+const char *bank_password_dummy(void)
+{
+    return dummy_hash;
+}

@@ -1,0 +1,190 @@
+/* Sign-in (bank_sign_in.h): throttle, verification, token. */
+#include <string.h>
+#include <apr_strings.h>
+#include "bank_customer.h"
+#include "bank_encoding.h"
+#include "bank_password.h"
+#include "bank_sign_in.h"
+#include "bank_time.h"
+#include "bank_token.h"
+
+typedef struct {
+    bank_db_t *db;
+    apr_pool_t *pool;
+    const bank_sign_in_t *in;
+    bank_sign_in_result_t *out;
+    const char *now;
+    bank_counter_t email;   /* BankSignInThrottle: this e-mail from this IP */
+    bank_counter_t address; /* BankSignInAddressThrottle: this IP, any e-mail */
+    bank_count_t cleared;   /* what the success cleared of the e-mail's count */
+} flow_t;
+
+/* A verdict of a client over a limit, the same whichever check found it (so it never tells
+ * a right password from a wrong one). */
+static bank_db_rc over(flow_t *f, bank_sign_in_verdict v, const bank_counter_t *c,
+                       const bank_count_t *n)
+{
+    f->out->verdict = v;
+    f->out->failures = n->failures;
+    f->out->limit = c->attempts;
+    f->out->retry_after = n->retry_after;
+    return BANK_DB_OK;
+}
+
+/* bank_password_verify, counted while it runs (bank_password_verifications_waiting). */
+static int verify(flow_t *f, const char *stored)
+{
+    int rc;
+
+    if (f->in->metrics) {
+        bank_metrics_waiting(f->in->metrics, 1);
+    }
+    rc = bank_password_verify(f->pool, f->in->password, stored);
+    if (f->in->metrics) {
+        bank_metrics_waiting(f->in->metrics, -1);
+    }
+    return rc;
+}
+
+/* 1 if the password matches. An unknown e-mail and an unreadable stored hash still cost one
+ * verification, so the answer's timing does not tell them from a wrong password. */
+static int password_ok(flow_t *f, int known)
+{
+    const char *stored = known ? f->out->customer.password : NULL;
+    int rc = verify(f, stored ? stored : bank_password_dummy());
+
+    if (!stored) {
+        f->out->why = "unknown e-mail";
+        return 0;
+    }
+    if (rc == BANK_PW_MALFORMED) {
+        f->out->malformed_hash = 1;
+        verify(f, bank_password_dummy());
+    }
+    f->out->why = "wrong password";
+    return rc == BANK_PW_MATCH;
+}
+
+/* Counts the failure (one atomic upsert, shared by every process): REFUSED if it is one of
+ * the window's attempts, OVER beyond. Requests that passed the first check at the same
+ * moment are verified, but at most `attempts` answers per window say "wrong". The same for
+ * the IP's own count, whatever the e-mail. Each count prunes rows long expired. */
+static bank_db_rc refuse(flow_t *f)
+{
+    bank_count_t n;
+    bank_db_rc rc;
+
+    f->out->failed_at = "sign-in failure count";
+    if ((rc = bank_counter_fail(f->db, &f->email, &n)) != BANK_DB_OK) {
+        return rc;
+    }
+    f->out->failed_at = "throttle count";
+    if ((rc = bank_counter_fail(f->db, &f->address, &f->out->address)) != BANK_DB_OK) {
+        return rc;
+    }
+    f->out->prune_failed = n.prune_failed || f->out->address.prune_failed;
+    if (f->out->address.over) {
+        return over(f, BANK_SIGN_IN_ADDRESS, &f->address, &f->out->address);
+    }
+    if (n.over) {
+        return over(f, BANK_SIGN_IN_OVER, &f->email, &n);
+    }
+    f->out->verdict = BANK_SIGN_IN_REFUSED;
+    f->out->failures = n.failures;
+    f->out->remaining = n.remaining;
+    return BANK_DB_OK;
+}
+
+/* Inside the transaction: token, device, cleared throttle. The failures the clear removes
+ * are read at the end, before the commit: if the limit was reached while this password was
+ * verified, nothing is issued (rolled back), so a right password hidden in a flood of wrong
+ * ones is not revealed. The same for the IP's own count, which a success does not clear (a
+ * sprayer's own account must not refill the budget). */
+static bank_db_rc issue(bank_db_t *db, void *baton)
+{
+    flow_t *f = baton;
+    bank_db_rc rc;
+
+    if ((rc = bank_token_issue(db, f->pool, f->out->customer.id, f->in->lifetime,
+                               BANK_SIGN_IN_ABILITIES, &f->out->token, &f->out->expires)) !=
+            BANK_DB_OK ||
+        (rc = bank_store_device_upsert(db, f->out->customer.id, f->in->device, f->now)) !=
+            BANK_DB_OK ||
+        (rc = bank_counter_take(db, &f->email, &f->cleared)) != BANK_DB_OK) {
+        return rc;
+    }
+    if (f->cleared.over) {
+        return BANK_DB_ROLLBACK;
+    }
+    if ((rc = bank_counter_check(db, &f->address, &f->out->address)) != BANK_DB_OK) {
+        return rc;
+    }
+    return f->out->address.over ? BANK_DB_ROLLBACK : BANK_DB_OK;
+}
+
+static void counters(flow_t *f)
+{
+    const bank_sign_in_t *in = f->in;
+    bank_counter_t email = {BANK_COUNTS_SIGN_IN,
+                            bank_ascii_lower(f->pool, in->email),
+                            in->ip,
+                            in->attempts,
+                            in->window,
+                            in->now};
+    bank_counter_t address = {BANK_COUNTS_SHARED, "address",       in->ip,
+                              in->addr_attempts,  in->addr_window, in->now};
+
+    f->email = email;
+    f->address = address;
+}
+
+bank_db_rc bank_sign_in(bank_db_t *db, const bank_sign_in_t *in, bank_sign_in_result_t *out)
+{
+    flow_t f;
+    bank_count_t n;
+    const char *secret;
+    bank_db_rc rc;
+
+    memset(out, 0, sizeof(*out));
+    memset(&f, 0, sizeof(f));
+    f.db = db;
+    f.pool = bank_db_pool(db);
+    f.in = in;
+    f.out = out;
+    f.now = bank_time_iso(f.pool, in->now);
+    counters(&f);
+
+    /* Before any password work: a throttled client costs no hashing, and is not counted. */
+    out->failed_at = "sign-in throttle lookup";
+    if ((rc = bank_counter_check(db, &f.email, &n)) != BANK_DB_OK || n.over) {
+        return rc != BANK_DB_OK ? rc : over(&f, BANK_SIGN_IN_THROTTLED, &f.email, &n);
+    }
+    out->failed_at = "throttle lookup";
+    if ((rc = bank_counter_check(db, &f.address, &out->address)) != BANK_DB_OK ||
+        out->address.over) {
+        return rc != BANK_DB_OK ? rc : over(&f, BANK_SIGN_IN_ADDRESS, &f.address, &out->address);
+    }
+    out->failed_at = "customer lookup";
+    rc = bank_store_customer_by_email(db, in->email, &out->customer);
+    if (rc != BANK_DB_OK && rc != BANK_DB_NOT_FOUND) {
+        return rc;
+    }
+    if (!password_ok(&f, rc == BANK_DB_OK)) {
+        return refuse(&f);
+    }
+    out->failed_at = "sign-in";
+    if ((rc = bank_db_transaction(db, issue, &f)) != BANK_DB_OK) {
+        return rc;
+    }
+    if (f.cleared.over || out->address.over) {
+        out->token = out->expires = NULL;
+        return f.cleared.over ? over(&f, BANK_SIGN_IN_FLOODED, &f.email, &f.cleared)
+                              : over(&f, BANK_SIGN_IN_ADDRESS, &f.address, &out->address);
+    }
+    out->failures = f.cleared.failures;
+    out->prune_failed = bank_counter_prune(db, &f.email) != BANK_DB_OK;
+    bank_token_decode(f.pool, out->token, &out->token_id, &secret);
+    out->verdict = BANK_SIGN_IN_OK;
+    out->failed_at = NULL;
+    return BANK_DB_OK;
+}

@@ -1,0 +1,191 @@
+/* Access tokens, the sign-in throttle and devices: their statements, the columns each
+ * SELECT returns, and the typed functions over them (bank_store.h). */
+#include <apr_strings.h>
+#include "bank_sql.h"
+#include "bank_store.h"
+
+static const bank_col_t token_cols[] = {
+    BANK_COL(TEXT, bank_token_row_t, customer_id),  BANK_COL(TEXT, bank_token_row_t, hash),
+    BANK_COL(TEXT, bank_token_row_t, abilities),    BANK_COL(TEXT, bank_token_row_t, expires_at),
+    BANK_COL(TEXT, bank_token_row_t, last_used_at), BANK_COL_LAST};
+
+typedef struct {
+    const char *id;
+} id_row_t;
+static const bank_col_t id_cols[] = {BANK_COL(TEXT, id_row_t, id), BANK_COL_LAST};
+
+static const bank_col_t throttle_cols[] = {BANK_COL(INT64, bank_throttle_t, failures),
+                                           BANK_COL(TEXT, bank_throttle_t, window_start),
+                                           BANK_COL_LAST};
+
+/* clang-format off */
+const bank_stmt_t bank_store_auth_sql[] = {
+    /* Bearer verification: token_cols. */
+    {"bank_token_find",
+     "SELECT tokenable_id, hash, abilities, expires_at, last_used_at"
+     " FROM auth_access_tokens WHERE id = %lld AND type = 'auth_token'"},
+    {"bank_token_touch",
+     "UPDATE auth_access_tokens SET last_used_at = %pDz WHERE id = %lld"},
+    /* Tokens issued by sign-in and bankctl: id_cols. */
+    {"bank_token_insert",
+     "INSERT INTO auth_access_tokens (tokenable_id, type, name, hash, abilities, created_at,"
+     " updated_at, expires_at) VALUES ({uuid}, 'auth_token', NULL, %s, %s, %pDz, %pDz, %pDz)"
+     " RETURNING id"},
+    {"bank_token_delete",
+     "DELETE FROM auth_access_tokens WHERE id = %lld AND type = 'auth_token'"},
+    {"bank_token_revoke_all",
+     "DELETE FROM auth_access_tokens WHERE tokenable_id = {uuid}"},
+
+    /* Failures of (lower-cased e-mail, client IP) in the window that has not yet expired
+     * (window_start after now - window). Timestamps compare as bank_time_iso text on SQLite
+     * (one fixed-width format orders correctly) and as timestamptz on PostgreSQL.
+     * throttle_cols, as the two below. */
+    {"bank_signin_throttle_get",
+     "SELECT failures, window_start FROM sign_in_attempts"
+     " WHERE email = %s AND ip = %s AND window_start > %pDz"},
+    /* One failure, counted atomically: a new window when the old one expired (args: email,
+     * ip, now, cutoff, cutoff). */
+    {"bank_signin_fail",
+     "INSERT INTO sign_in_attempts (email, ip, failures, window_start) VALUES (%s, %s, 1, %pDz)"
+     " ON CONFLICT (email, ip) DO UPDATE SET"
+     " failures = CASE WHEN sign_in_attempts.window_start > %pDz"
+     " THEN sign_in_attempts.failures + 1 ELSE 1 END,"
+     " window_start = CASE WHEN sign_in_attempts.window_start > %pDz"
+     " THEN sign_in_attempts.window_start ELSE excluded.window_start END"
+     " RETURNING failures, window_start"},
+    /* A success clears the row and, in the same statement, reads what it held: the failures
+     * of the window if it has not expired (else 0) and its start (args: email, ip, cutoff).
+     * On PostgreSQL the DELETE waits for a failure being counted on the row, and a failure
+     * counted after it waits for the sign-in's commit or rollback: none slips between. */
+    {"bank_signin_clear",
+     "DELETE FROM sign_in_attempts WHERE email = %s AND ip = %s"
+     " RETURNING CASE WHEN window_start > %pDz THEN failures ELSE 0 END, window_start"},
+    {"bank_signin_prune",
+     "DELETE FROM sign_in_attempts WHERE window_start < %pDz"},
+
+    /* Failure counters per (scope, subject) (bank_throttle.c), the same shapes as the
+     * sign-in statements above: throttle_cols. The count of the unexpired window (args:
+     * scope, subject, cutoff). */
+    {"bank_throttle_get",
+     "SELECT failures, window_start FROM throttle_counts"
+     " WHERE scope = %s AND subject = %s AND window_start > %pDz"},
+    /* args: scope, subject, now, cutoff, cutoff */
+    {"bank_throttle_fail",
+     "INSERT INTO throttle_counts (scope, subject, failures, window_start)"
+     " VALUES (%s, %s, 1, %pDz) ON CONFLICT (scope, subject) DO UPDATE SET"
+     " failures = CASE WHEN throttle_counts.window_start > %pDz"
+     " THEN throttle_counts.failures + 1 ELSE 1 END,"
+     " window_start = CASE WHEN throttle_counts.window_start > %pDz"
+     " THEN throttle_counts.window_start ELSE excluded.window_start END"
+     " RETURNING failures, window_start"},
+    /* args: scope, subject, cutoff */
+    {"bank_throttle_clear",
+     "DELETE FROM throttle_counts WHERE scope = %s AND subject = %s"
+     " RETURNING CASE WHEN window_start > %pDz THEN failures ELSE 0 END, window_start"},
+    {"bank_throttle_prune",
+     "DELETE FROM throttle_counts WHERE scope = %s AND window_start < %pDz"},
+    {"bank_device_upsert",
+     "INSERT INTO devices (customer_id, device_token, created_at, last_seen_at)"
+     " VALUES ({uuid}, %s, %pDz, %pDz) ON CONFLICT (customer_id, device_token)"
+     " DO UPDATE SET last_seen_at = excluded.last_seen_at"},
+    {NULL, NULL}};
+/* clang-format on */
+
+bank_db_rc bank_store_token_find(bank_db_t *db, const char *id, bank_token_row_t *out)
+{
+    const char *args[] = {id};
+    return bank_db_row(db, "bank_token_find", BANK_NARGS(args), args, token_cols, out,
+                       sizeof(*out));
+}
+
+bank_db_rc bank_store_token_touch(bank_db_t *db, const char *id, const char *now)
+{
+    const char *args[] = {now, id};
+    return bank_db_exec(db, "bank_token_touch", NULL, BANK_NARGS(args), args);
+}
+
+bank_db_rc bank_store_token_insert(bank_db_t *db, const char *customer_id, const char *hash,
+                                   const char *abilities, const char *now, const char *expires,
+                                   const char **id)
+{
+    const char *args[] = {customer_id, hash, abilities, now, now, expires};
+    id_row_t row;
+    bank_db_rc rc =
+        bank_db_row(db, "bank_token_insert", BANK_NARGS(args), args, id_cols, &row, sizeof(row));
+
+    if (rc == BANK_DB_NOT_FOUND || (rc == BANK_DB_OK && !row.id)) {
+        return bank_db_fail(db, "the token insert returned no id");
+    }
+    *id = row.id;
+    return rc;
+}
+
+bank_db_rc bank_store_token_delete(bank_db_t *db, const char *id, int *count)
+{
+    const char *args[] = {id};
+    return bank_db_exec(db, "bank_token_delete", count, BANK_NARGS(args), args);
+}
+
+bank_db_rc bank_store_token_revoke_all(bank_db_t *db, const char *customer_id, int *count)
+{
+    const char *args[] = {customer_id};
+    return bank_db_exec(db, "bank_token_revoke_all", count, BANK_NARGS(args), args);
+}
+
+/* The statements of each counting table: get, fail, clear, prune. */
+static const char *const count_labels[][4] = {
+    [BANK_COUNTS_SIGN_IN] = {"bank_signin_throttle_get", "bank_signin_fail", "bank_signin_clear",
+                             "bank_signin_prune"},
+    [BANK_COUNTS_SHARED] = {"bank_throttle_get", "bank_throttle_fail", "bank_throttle_clear",
+                            "bank_throttle_prune"}};
+
+/* A count row: none means no failures (get) or nothing to clear (clear); the upsert
+ * always returns one. */
+static bank_db_rc count_row(bank_db_t *db, const char *label, int nargs, const char *const *args,
+                            bank_throttle_t *out, int none_ok)
+{
+    bank_db_rc rc = bank_db_row(db, label, nargs, args, throttle_cols, out, sizeof(*out));
+
+    if (rc == BANK_DB_NOT_FOUND && !none_ok) {
+        return bank_db_fail(db,
+                            apr_pstrcat(bank_db_pool(db), label, " returned no row", (char *)NULL));
+    }
+    return rc == BANK_DB_NOT_FOUND ? BANK_DB_OK : rc;
+}
+
+bank_db_rc bank_store_count_get(bank_db_t *db, bank_counts_table table, const char *a,
+                                const char *b, const char *cutoff, bank_throttle_t *out)
+{
+    const char *args[] = {a, b, cutoff};
+    return count_row(db, count_labels[table][0], BANK_NARGS(args), args, out, 1);
+}
+
+bank_db_rc bank_store_count_fail(bank_db_t *db, bank_counts_table table, const char *a,
+                                 const char *b, const char *now, const char *cutoff,
+                                 bank_throttle_t *out)
+{
+    const char *args[] = {a, b, now, cutoff, cutoff};
+    return count_row(db, count_labels[table][1], BANK_NARGS(args), args, out, 0);
+}
+
+bank_db_rc bank_store_count_clear(bank_db_t *db, bank_counts_table table, const char *a,
+                                  const char *b, const char *cutoff, bank_throttle_t *out)
+{
+    const char *args[] = {a, b, cutoff};
+    return count_row(db, count_labels[table][2], BANK_NARGS(args), args, out, 1);
+}
+
+bank_db_rc bank_store_count_prune(bank_db_t *db, bank_counts_table table, const char *scope,
+                                  const char *before)
+{
+    const char *args[] = {table == BANK_COUNTS_SHARED ? scope : before, before};
+    return bank_db_exec(db, count_labels[table][3], NULL, table == BANK_COUNTS_SHARED ? 2 : 1,
+                        args);
+}
+
+bank_db_rc bank_store_device_upsert(bank_db_t *db, const char *customer_id, const char *device,
+                                    const char *now)
+{
+    const char *args[] = {customer_id, device, now, now};
+    return bank_db_exec(db, "bank_device_upsert", NULL, BANK_NARGS(args), args);
+}

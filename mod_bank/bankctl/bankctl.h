@@ -1,0 +1,69 @@
+/* bankctl, the operator's front door to mod_bank's core (docs/operations.md): what its
+ * files share. It opens its own database handle (bank_db_open), and uses the same store,
+ * token codec, password hashing, validators and migration engine as the module, so every
+ * rule has one implementation. No httpd.
+ * Exit status: 0 done, 1 failed, 2 bad arguments. Secrets are never printed, except the
+ * token that `token issue` exists to print. */
+#ifndef BANKCTL_H
+#define BANKCTL_H
+
+#include <apr_pools.h>
+#include <apr_tables.h>
+#include "bank_db.h"
+
+#define EXIT_USAGE 2
+
+/* Where the SQL files are installed (make install); BANK_SQL_DIR at run time wins. */
+#ifndef BANK_SQL_DIR
+#define BANK_SQL_DIR "/usr/local/share/mod_bank/sql"
+#endif
+
+typedef struct {
+    const char *name; /* without the leading -- */
+    int has_value;
+} opt_t;
+
+typedef struct {
+    apr_pool_t *pool;
+    const char *checkout; /* $BANK_CHECKOUT or the checkout of build/bankctl, else NULL */
+    const char *db_spec;  /* --db as given */
+    const char *driver_name;
+    const char *params;
+    const char *sqlite_path; /* NULL for PostgreSQL */
+    bank_db_t *db;
+} ctl_t;
+
+/* A command: the words that name it, its options, its usage lines and what runs it. */
+typedef struct {
+    const char *word, *sub, *name;
+    const opt_t *opts;
+    const char *usage;
+    int (*run)(ctl_t *, apr_table_t *);
+} ctl_command_t;
+
+void die(int code, const char *fmt, ...) __attribute__((format(printf, 2, 3), noreturn));
+
+/* args.c: options and values */
+apr_table_t *ctl_parse_opts(ctl_t *c, int argc, const char *const *argv, const ctl_command_t *cmd);
+const char *ctl_need(apr_table_t *o, const char *name, const char *cmd);
+void ctl_check_text(const char *cmd, const char *opt, const char *v, apr_size_t max);
+void ctl_check_phone(const char *cmd, const char *v);
+long ctl_parse_range(const char *cmd, const char *opt, const char *v, long min, long max);
+char *ctl_slurp(ctl_t *c, const char *path, apr_size_t max, const char *what);
+const char *ctl_read_password(ctl_t *c, apr_table_t *o, const char *cmd);
+
+/* database.c: which database, opened */
+void ctl_open(ctl_t *c, int creating);
+void ctl_open_ready(ctl_t *c);
+void ctl_db_fail(ctl_t *c, const char *what) __attribute__((noreturn));
+const char *ctl_customer_id(ctl_t *c, const char *email, int must);
+
+/* the commands */
+int cmd_migrate(ctl_t *c, apr_table_t *o);
+int cmd_customer_add(ctl_t *c, apr_table_t *o);
+int cmd_bvn_add(ctl_t *c, apr_table_t *o);
+int cmd_token_issue(ctl_t *c, apr_table_t *o);
+int cmd_token_revoke(ctl_t *c, apr_table_t *o);
+int cmd_notices(ctl_t *c, apr_table_t *o);
+
+#endif

@@ -1,0 +1,441 @@
+/* Configuration directives (docs/configuration.md): parsed by one family of validators, so every
+ * bad value stops httpd with a message naming the directive; defaults live in one struct. */
+#include <errno.h>
+#include <string.h>
+#include <apr_strings.h>
+#include <apr_lib.h>
+#include <http_core.h>
+#include <http_request.h>
+#include <apr_file_io.h>
+#include <openssl/crypto.h>
+#include "mod_bank.h"
+#include "mod_bank_config.h"
+#include "bank_limits.h"
+#include "bank_nuban.h"
+#include "bank_validate.h"
+
+APLOG_USE_MODULE(bank);
+
+/* The defaults, in one place (docs/configuration.md lists the same values). */
+static const struct {
+    apr_int64_t token_lifetime;
+    int throttle_attempts;
+    apr_int64_t throttle_window;
+    int addr_attempts;
+    apr_int64_t addr_window;
+    int bvn_attempts;
+    apr_int64_t bvn_window;
+    apr_int64_t max_body;
+    apr_int64_t banks_max_age;
+    const char *account_bank;
+    const char *account_bank_code;
+    const char *partner;
+} defaults = {BANK_TOKEN_TTL_DEFAULT, 5,     60,       50, 300, 5, 86400, 65536, 300,
+              "mod_bank Demo Bank",   "999", "partner"};
+
+void *bank_create_dir_conf(apr_pool_t *p, char *dir)
+{
+    bank_dir_conf *c = apr_pcalloc(p, sizeof(*c));
+    c->token_lifetime = BANK_UNSET;
+    c->throttle_attempts = BANK_UNSET;
+    c->throttle_window = BANK_UNSET;
+    c->addr_attempts = BANK_UNSET;
+    c->addr_window = BANK_UNSET;
+    c->bvn_attempts = BANK_UNSET;
+    c->bvn_window = BANK_UNSET;
+    c->max_body = BANK_UNSET;
+    c->banks_max_age = BANK_UNSET;
+    (void)dir;
+    return c;
+}
+
+#define MERGE_PTR(f) m->f = add->f ? add->f : base->f
+#define MERGE_NUM(f) m->f = add->f != BANK_UNSET ? add->f : base->f
+
+void *bank_merge_dir_conf(apr_pool_t *p, void *basev, void *addv)
+{
+    bank_dir_conf *base = basev, *add = addv, *m = apr_pcalloc(p, sizeof(*m));
+    MERGE_PTR(client_keys);
+    MERGE_NUM(token_lifetime);
+    MERGE_NUM(throttle_attempts);
+    MERGE_NUM(throttle_window);
+    MERGE_NUM(addr_attempts);
+    MERGE_NUM(addr_window);
+    MERGE_NUM(bvn_attempts);
+    MERGE_NUM(bvn_window);
+    MERGE_NUM(max_body);
+    MERGE_NUM(banks_max_age);
+    MERGE_PTR(account_bank);
+    MERGE_PTR(account_bank_code);
+    MERGE_PTR(webhook_secrets);
+    MERGE_PTR(partner);
+    /* The signature triple is one setting: take it whole from where it was given. */
+    if (add->sig_set) {
+        m->sig_set = 1;
+        m->sig_header = add->sig_header;
+        m->sig_alg = add->sig_alg;
+        m->sig_key = add->sig_key;
+    } else {
+        m->sig_set = base->sig_set;
+        m->sig_header = base->sig_header;
+        m->sig_alg = base->sig_alg;
+        m->sig_key = base->sig_key;
+    }
+    return m;
+}
+
+/* ---------- getters: the configured value or the default -------------------------------- */
+
+bank_dir_conf *bank_conf(request_rec *r)
+{
+    return ap_get_module_config(r->per_dir_config, &bank_module);
+}
+
+#define GETTER(type, name, field)                                                                  \
+    type bank_conf_##name(const bank_dir_conf *c)                                                  \
+    {                                                                                              \
+        return c->field != BANK_UNSET ? c->field : defaults.field;                                 \
+    }
+GETTER(apr_int64_t, token_lifetime, token_lifetime)
+GETTER(int, throttle_attempts, throttle_attempts)
+GETTER(apr_int64_t, throttle_window, throttle_window)
+GETTER(int, addr_attempts, addr_attempts)
+GETTER(apr_int64_t, addr_window, addr_window)
+GETTER(int, bvn_attempts, bvn_attempts)
+GETTER(apr_int64_t, bvn_window, bvn_window)
+GETTER(apr_int64_t, max_body, max_body)
+GETTER(apr_int64_t, banks_max_age, banks_max_age)
+
+const char *bank_conf_account_bank(const bank_dir_conf *c)
+{
+    return c->account_bank ? c->account_bank : defaults.account_bank;
+}
+
+const char *bank_conf_account_bank_code(const bank_dir_conf *c)
+{
+    return c->account_bank_code ? c->account_bank_code : defaults.account_bank_code;
+}
+
+const char *bank_location(request_rec *r)
+{
+    /* core's own record of the section that applied last: ours is only created for sections
+     * that hold one of our directives, and SetHandler alone is core's */
+    const core_dir_config *d = ap_get_core_module_config(r->per_dir_config);
+    if (!d || !d->d || d->r || d->d_is_fnmatch || d->d[0] != '/') {
+        return NULL;
+    }
+    return d->d;
+}
+
+const char *bank_conf_partner(request_rec *r, const bank_dir_conf *c)
+{
+    const char *loc, *end, *start;
+    if (c->partner) {
+        return c->partner;
+    }
+    /* Default: the last non-empty segment of the <Location> path: /webhook/paystack and
+     * /webhook/paystack/ both name "paystack" (two partners must never share a name, or
+     * their notices would count as each other's duplicates). */
+    loc = bank_location(r);
+    if (loc) {
+        for (end = loc + strlen(loc); end > loc && end[-1] == '/'; end--) {
+        }
+        for (start = end; start > loc && start[-1] != '/'; start--) {
+        }
+        if (end > start) {
+            return apr_pstrmemdup(r->pool, start, (apr_size_t)(end - start));
+        }
+    }
+    return defaults.partner;
+}
+
+/* ---------- the shared validators ---------------------------------------------------------- */
+
+static const char *parse_int(cmd_parms *cmd, const char *arg, apr_int64_t min, apr_int64_t max,
+                             apr_int64_t *out)
+{
+    char *end = NULL;
+    apr_int64_t v;
+
+    errno = 0;
+    v = apr_strtoi64(arg, &end, 10);
+    if (!*arg || errno || *end || v < min || v > max || !apr_isdigit(arg[0])) {
+        return apr_psprintf(cmd->pool,
+                            "%s: expected a whole number from %" APR_INT64_T_FMT
+                            " to %" APR_INT64_T_FMT ", got '%s'",
+                            cmd->cmd->name, min, max, arg);
+    }
+    *out = v;
+    return NULL;
+}
+
+/* Bearer values must be RFC 6750 token68 characters, so a client can send them as written. */
+static const char *check_secret(cmd_parms *cmd, const char *arg)
+{
+    const char *c;
+    if (strlen(arg) < 8) {
+        return apr_psprintf(cmd->pool, "%s: a key must have at least 8 characters", cmd->cmd->name);
+    }
+    for (c = arg; *c; c++) {
+        if (!apr_isalnum(*c) && !strchr("-._~+/=", *c)) {
+            return apr_psprintf(cmd->pool,
+                                "%s: a key may hold only letters, digits and -._~+/= "
+                                "(RFC 6750 token68)",
+                                cmd->cmd->name);
+        }
+    }
+    return NULL;
+}
+
+/* Which characters a name may hold, besides letters and digits (NULL: any but control
+ * characters). */
+#define NAME_ANY NULL
+#define NAME_PARTNER "-_"
+#define NAME_HEADER "!#$%&'*+-.^_`|~" /* an HTTP field name: RFC 9110 token characters */
+
+/* 1 to max characters (UTF-8 code points), no control character, and with extra set only
+ * letters, digits and the characters in extra. */
+static const char *check_name(cmd_parms *cmd, const char *arg, apr_size_t max, const char *extra)
+{
+    const char *c;
+    if (!*arg || bank_utf8_length(arg) > max) {
+        return apr_psprintf(cmd->pool, "%s: expected 1 to %" APR_SIZE_T_FMT " characters",
+                            cmd->cmd->name, max);
+    }
+    for (c = arg; *c; c++) {
+        if (apr_iscntrl(*c) || (extra && !apr_isalnum(*c) && !strchr(extra, *c))) {
+            return apr_psprintf(cmd->pool, "%s: '%s' holds a character not allowed here%s%s%s",
+                                cmd->cmd->name, arg, extra ? " (letters, digits and " : "",
+                                extra ? extra : "", extra ? " only)" : "");
+        }
+    }
+    return NULL;
+}
+
+/* An HMAC key is given to us by the partner, so any printable characters are taken, at
+ * least 8 of them; "file:PATH" reads it from a file when httpd reads its configuration (as
+ * root, before it drops privileges), so the key need not sit in httpd.conf. */
+#define HMAC_KEY_MIN 8
+#define HMAC_KEY_MAX 4096
+#define HMAC_KEY_FILE "file:"
+
+static const char *check_hmac_key(cmd_parms *cmd, const char *key)
+{
+    const char *c;
+    apr_size_t n = strlen(key);
+    if (n < HMAC_KEY_MIN || n > HMAC_KEY_MAX) {
+        return apr_psprintf(cmd->pool, "%s: the key must have %d to %d bytes", cmd->cmd->name,
+                            HMAC_KEY_MIN, HMAC_KEY_MAX);
+    }
+    for (c = key; *c; c++) {
+        if (!apr_isgraph(*c)) {
+            return apr_psprintf(cmd->pool,
+                                "%s: the key may hold only printable ASCII characters, no "
+                                "space or control character",
+                                cmd->cmd->name);
+        }
+    }
+    return NULL;
+}
+
+/* The key in file path: owner-only permissions, one line (a final newline is dropped). */
+static const char *read_hmac_key(cmd_parms *cmd, const char *path, const char **key)
+{
+    const char *file = ap_server_root_relative(cmd->pool, path);
+    apr_finfo_t fi;
+    apr_file_t *f = NULL;
+    char buf[HMAC_KEY_MAX + 2];
+    apr_size_t n = sizeof(buf) - 1;
+    apr_status_t rv;
+
+    if (!file || (rv = apr_stat(&fi, file, APR_FINFO_PROT | APR_FINFO_TYPE, cmd->temp_pool)) !=
+                     APR_SUCCESS) {
+        return apr_psprintf(cmd->pool, "%s: cannot read the key file %s", cmd->cmd->name, path);
+    }
+    if (fi.filetype != APR_REG ||
+        (fi.protection & (APR_GREAD | APR_GWRITE | APR_WREAD | APR_WWRITE))) {
+        return apr_psprintf(cmd->pool,
+                            "%s: the key file %s must be a regular file that only its owner "
+                            "can read (chmod 600)",
+                            cmd->cmd->name, path);
+    }
+    if ((rv = apr_file_open(&f, file, APR_FOPEN_READ, 0, cmd->temp_pool)) != APR_SUCCESS ||
+        ((rv = apr_file_read_full(f, buf, n, &n)) != APR_SUCCESS && rv != APR_EOF)) {
+        return apr_psprintf(cmd->pool, "%s: cannot read the key file %s", cmd->cmd->name, path);
+    }
+    apr_file_close(f);
+    buf[n] = '\0';
+    if (n && buf[n - 1] == '\n') {
+        buf[--n] = '\0';
+    }
+    if (n && buf[n - 1] == '\r') {
+        buf[--n] = '\0';
+    }
+    *key = apr_pstrmemdup(cmd->pool, buf, n);
+    OPENSSL_cleanse(buf, sizeof(buf));
+    return NULL;
+}
+
+/* ---------- directive handlers -------------------------------------------------------------- */
+
+/* Appends one checked secret of a rotation list (BankClientKey, BankWebhookSecret). */
+static const char *add_secret(cmd_parms *cmd, apr_array_header_t **list, const char *arg)
+{
+    const char *err = check_secret(cmd, arg);
+    if (err) {
+        return err;
+    }
+    if (!*list) {
+        *list = apr_array_make(cmd->pool, 2, sizeof(const char *));
+    }
+    *(const char **)apr_array_push(*list) = apr_pstrdup(cmd->pool, arg);
+    return NULL;
+}
+
+static const char *set_client_key(cmd_parms *cmd, void *cfg, const char *arg)
+{
+    return add_secret(cmd, &((bank_dir_conf *)cfg)->client_keys, arg);
+}
+
+static const char *set_webhook_secret(cmd_parms *cmd, void *cfg, const char *arg)
+{
+    return add_secret(cmd, &((bank_dir_conf *)cfg)->webhook_secrets, arg);
+}
+
+static const char *set_token_lifetime(cmd_parms *cmd, void *cfg, const char *arg)
+{
+    return parse_int(cmd, arg, BANK_TOKEN_TTL_MIN, BANK_TOKEN_TTL_MAX,
+                     &((bank_dir_conf *)cfg)->token_lifetime);
+}
+
+static const char *set_max_body(cmd_parms *cmd, void *cfg, const char *arg)
+{
+    return parse_int(cmd, arg, 2, 16777216, &((bank_dir_conf *)cfg)->max_body);
+}
+
+static const char *set_banks_max_age(cmd_parms *cmd, void *cfg, const char *arg)
+{
+    return parse_int(cmd, arg, 0, 31536000, &((bank_dir_conf *)cfg)->banks_max_age);
+}
+
+/* ATTEMPTS SECONDS of a throttle: 1..1000000 failures per 1 s..30 days. */
+static const char *parse_throttle(cmd_parms *cmd, const char *attempts, const char *seconds,
+                                  int *n_out, apr_int64_t *window_out)
+{
+    apr_int64_t n;
+    const char *err = parse_int(cmd, attempts, 1, 1000000, &n);
+    if (err) {
+        return err;
+    }
+    *n_out = (int)n;
+    return parse_int(cmd, seconds, 1, 2592000, window_out);
+}
+
+static const char *set_throttle(cmd_parms *cmd, void *cfg, const char *attempts,
+                                const char *seconds)
+{
+    bank_dir_conf *c = cfg;
+    return parse_throttle(cmd, attempts, seconds, &c->throttle_attempts, &c->throttle_window);
+}
+
+static const char *set_addr_throttle(cmd_parms *cmd, void *cfg, const char *attempts,
+                                     const char *seconds)
+{
+    bank_dir_conf *c = cfg;
+    return parse_throttle(cmd, attempts, seconds, &c->addr_attempts, &c->addr_window);
+}
+
+static const char *set_bvn_throttle(cmd_parms *cmd, void *cfg, const char *attempts,
+                                    const char *seconds)
+{
+    bank_dir_conf *c = cfg;
+    return parse_throttle(cmd, attempts, seconds, &c->bvn_attempts, &c->bvn_window);
+}
+
+static const char *set_account_bank(cmd_parms *cmd, void *cfg, const char *arg)
+{
+    const char *err = check_name(cmd, arg, 100, NAME_ANY);
+    if (!err) {
+        ((bank_dir_conf *)cfg)->account_bank = apr_pstrdup(cmd->pool, arg);
+    }
+    return err;
+}
+
+static const char *set_account_bank_code(cmd_parms *cmd, void *cfg, const char *arg)
+{
+    if (!bank_nuban_institution(cmd->pool, arg)) {
+        return apr_psprintf(cmd->pool, "%s: expected a CBN bank code of 3, 5 or 6 digits, got '%s'",
+                            cmd->cmd->name, arg);
+    }
+    ((bank_dir_conf *)cfg)->account_bank_code = apr_pstrdup(cmd->pool, arg);
+    return NULL;
+}
+
+static const char *set_partner(cmd_parms *cmd, void *cfg, const char *arg)
+{
+    const char *err = check_name(cmd, arg, 64, NAME_PARTNER);
+    if (!err) {
+        ((bank_dir_conf *)cfg)->partner = apr_pstrdup(cmd->pool, arg);
+    }
+    return err;
+}
+
+static const char *set_signature(cmd_parms *cmd, void *cfg, const char *header, const char *alg,
+                                 const char *key)
+{
+    bank_dir_conf *c = cfg;
+    const char *err = check_name(cmd, header, 64, NAME_HEADER);
+    if (err) {
+        return err;
+    }
+    if (!strcasecmp(alg, "sha256")) {
+        c->sig_alg = BANK_HMAC_SHA256;
+    } else if (!strcasecmp(alg, "sha512")) {
+        c->sig_alg = BANK_HMAC_SHA512;
+    } else {
+        return apr_psprintf(cmd->pool, "%s: the algorithm must be sha256 or sha512, got '%s'",
+                            cmd->cmd->name, alg);
+    }
+    if (!strncmp(key, HMAC_KEY_FILE, strlen(HMAC_KEY_FILE)) &&
+        (err = read_hmac_key(cmd, key + strlen(HMAC_KEY_FILE), &key)) != NULL) {
+        return err;
+    }
+    if ((err = check_hmac_key(cmd, key)) != NULL) {
+        return err;
+    }
+    c->sig_header = apr_pstrdup(cmd->pool, header);
+    c->sig_key = apr_pstrdup(cmd->pool, key);
+    c->sig_set = 1;
+    return NULL;
+}
+
+#define BANK_CTX (RSRC_CONF | ACCESS_CONF)
+const command_rec bank_cmds[] = {
+    AP_INIT_ITERATE("BankClientKey", set_client_key, NULL, BANK_CTX,
+                    "Keys a client app must send as bearer on sign-in (several for rotation)"),
+    AP_INIT_TAKE1("BankTokenLifetime", set_token_lifetime, NULL, BANK_CTX,
+                  "Customer token lifetime in seconds (default 86400, min 60)"),
+    AP_INIT_TAKE2("BankSignInThrottle", set_throttle, NULL, BANK_CTX,
+                  "Failed sign-ins allowed per e-mail and IP, and the window in seconds "
+                  "(default 5 60)"),
+    AP_INIT_TAKE2("BankSignInAddressThrottle", set_addr_throttle, NULL, BANK_CTX,
+                  "Failed sign-ins allowed per client IP whatever the e-mail, and the window in "
+                  "seconds (default 50 300)"),
+    AP_INIT_TAKE2("BankBvnThrottle", set_bvn_throttle, NULL, BANK_CTX,
+                  "Failed BVN checks allowed per customer, and the window in seconds "
+                  "(default 5 86400)"),
+    AP_INIT_TAKE1("BankMaxBody", set_max_body, NULL, BANK_CTX,
+                  "Request body cap in bytes (default 65536)"),
+    AP_INIT_TAKE1("BankBanksMaxAge", set_banks_max_age, NULL, BANK_CTX,
+                  "Bank list cache lifetime in seconds (default 300)"),
+    AP_INIT_TAKE1("BankAccountBank", set_account_bank, NULL, BANK_CTX,
+                  "Name of the institution holding customer accounts"),
+    AP_INIT_TAKE1("BankAccountBankCode", set_account_bank_code, NULL, BANK_CTX,
+                  "CBN code of that institution, for NUBAN check digits"),
+    AP_INIT_ITERATE("BankWebhookSecret", set_webhook_secret, NULL, BANK_CTX,
+                    "Bearer values the payment partner may send (several for rotation)"),
+    AP_INIT_TAKE3("BankWebhookSignature", set_signature, NULL, BANK_CTX,
+                  "HEADER sha256|sha512 KEY|file:PATH: also require an HMAC of the raw body"),
+    AP_INIT_TAKE1("BankWebhookPartner", set_partner, NULL, BANK_CTX,
+                  "Partner name recorded on each notice (default: last Location segment)"),
+    {NULL}};

@@ -1,0 +1,143 @@
+/* Real databases for the C tests of the core's rules: a fresh SQLite file migrated with the
+ * checkout's sql/ (always), and the PostgreSQL database of BANK_TEST_PG_PARAMS when set
+ * (scripts/run-tests sets it under DB=pgsql, on a migrated database). */
+#ifndef BANK_DB_FIXTURE_H
+#define BANK_DB_FIXTURE_H
+
+#include <stdlib.h>
+#include <unistd.h>
+#include <apr_strings.h>
+#include <apr_file_io.h>
+#include <apr_time.h>
+#include "bank_db.h"
+#include "bank_encoding.h"
+#include "bank_migrate.h"
+#include "bank_password.h"
+#include "bank_store.h"
+#include "bank_time.h"
+#include "bank_uuid.h"
+
+static void fixture_quiet(void *baton, const char *line)
+{
+    (void)baton;
+    (void)line;
+}
+
+/* Registered before the database opens, so it runs after the database is closed. */
+static apr_status_t fixture_rmdir(void *data)
+{
+    const char *dir = data;
+    static const char *const files[] = {"bank.db", "bank.db-wal", "bank.db-shm"};
+    char path[256];
+    size_t i;
+
+    for (i = 0; i < sizeof(files) / sizeof(files[0]); i++) {
+        snprintf(path, sizeof(path), "%s/%s", dir, files[i]);
+        unlink(path);
+    }
+    rmdir(dir);
+    return APR_SUCCESS;
+}
+
+/* A migrated SQLite database in a new directory (removed with p), or NULL. */
+static bank_db_t *fixture_sqlite(apr_pool_t *p)
+{
+    char *dir = apr_pstrdup(p, "/tmp/mod_bank-unit.XXXXXX");
+    const char *err = NULL, *sql = getenv("BANK_TEST_SQL_DIR");
+    bank_migrate_result_t res = {NULL, 0};
+    bank_db_t *db;
+
+    if (!mkdtemp(dir)) {
+        return NULL;
+    }
+    apr_pool_cleanup_register(p, dir, fixture_rmdir, apr_pool_cleanup_null);
+    db = bank_db_open(p, "sqlite3", apr_pstrcat(p, dir, "/bank.db", (char *)NULL), &err);
+    if (!db) {
+        fprintf(stderr, "fixture: %s\n", err);
+        return NULL;
+    }
+    bank_db_query(db, "PRAGMA foreign_keys = ON");
+    if (bank_migrate(db, sql ? sql : "sql", 0, fixture_quiet, NULL, &res) != 0) {
+        fprintf(stderr, "fixture: %s\n", res.error);
+        return NULL;
+    }
+    return db;
+}
+
+/* The migrated PostgreSQL database of BANK_TEST_PG_PARAMS, or NULL when unset. */
+static bank_db_t *fixture_pgsql(apr_pool_t *p)
+{
+    const char *params = getenv("BANK_TEST_PG_PARAMS"), *err = NULL;
+    bank_db_t *db;
+
+    if (!params || !*params) {
+        return NULL;
+    }
+    if (!(db = bank_db_open(p, "pgsql", params, &err)) || (err = bank_db_prepare_all(db))) {
+        fprintf(stderr, "fixture: %s\n", err);
+        return NULL;
+    }
+    return db;
+}
+
+/* Runs fn on a fresh SQLite database and, with BANK_TEST_PG_PARAMS, on PostgreSQL. */
+static void fixture_each(apr_pool_t *p, void (*fn)(bank_db_t *db))
+{
+    bank_db_t *lite = fixture_sqlite(p), *pg = NULL;
+
+    CHECK(lite != NULL);
+    if (lite) {
+        fn(lite);
+    }
+    if (getenv("BANK_TEST_PG_PARAMS")) {
+        pg = fixture_pgsql(p);
+        CHECK(pg != NULL);
+        if (pg) {
+            fn(pg);
+        }
+    }
+}
+
+static int fixture_seq;
+
+/* A new customer with this password (NULL: a hash no format reads); its record in *c. */
+static void fixture_customer(bank_db_t *db, const char *first, const char *last,
+                             const char *password, bank_customer_t *c)
+{
+    apr_pool_t *p = bank_db_pool(db);
+    const char *now = bank_time_iso(p, apr_time_now());
+
+    memset(c, 0, sizeof(*c));
+    c->id = bank_uuid4(p);
+    c->email = apr_psprintf(p, "unit%d.%s@example.com", ++fixture_seq, c->id);
+    c->password = password ? bank_password_hash(p, password) : "no-format-at-all";
+    c->first_name = first;
+    c->last_name = last;
+    c->phone = "+2348012345678";
+    c->created_at = c->updated_at = now;
+    CHECK(bank_store_customer_insert(db, c) == BANK_DB_OK);
+}
+
+/* A fresh 11-digit BVN with an identity record. */
+static __attribute__((unused)) const char *fixture_bvn(bank_db_t *db, const char *first,
+                                                       const char *last, const char *dob)
+{
+    apr_pool_t *p = bank_db_pool(db);
+    bank_bvn_record_t rec = {NULL, first, last, dob, NULL};
+    unsigned long n = (unsigned long)apr_time_now() % 100000000UL;
+
+    rec.bvn = apr_psprintf(p, "%03d%08lu", ++fixture_seq % 1000, n);
+    CHECK(bank_store_bvn_record_upsert(db, &rec, bank_time_iso(p, apr_time_now())) == BANK_DB_OK);
+    return rec.bvn;
+}
+
+/* A customer and an identity record that matches them; the BVN. */
+static __attribute__((unused)) const char *fixture_verifiable(bank_db_t *db, const char *first,
+                                                              const char *last, const char *dob,
+                                                              bank_customer_t *c)
+{
+    fixture_customer(db, first, last, "pw", c);
+    return fixture_bvn(db, first, last, dob);
+}
+
+#endif

@@ -1,0 +1,168 @@
+/* The sign-in rule (bank_sign_in.c) against a real SQLite database, and PostgreSQL under
+ * DB=pgsql: each verdict a sequence of requests can reach, the throttle's count and key,
+ * the token issued, and Retry-After. */
+#include "unit.h"
+#include "db_fixture.h"
+#include "bank_sign_in.h"
+#include "bank_token.h"
+
+/* Two failures per (e-mail, IP) and four per IP in a minute. */
+static bank_sign_in_t request(const char *email, const char *password, const char *ip)
+{
+    bank_sign_in_t in = {.email = email,
+                         .password = password,
+                         .device = "device-1",
+                         .ip = ip,
+                         .attempts = 2,
+                         .window = 60,
+                         .addr_attempts = 4,
+                         .addr_window = 60,
+                         .lifetime = 3600,
+                         .now = apr_time_now()};
+    return in;
+}
+
+static bank_sign_in_verdict attempt(bank_db_t *db, const char *email, const char *password,
+                                    const char *ip, bank_sign_in_result_t *out)
+{
+    bank_sign_in_t in = request(email, password, ip);
+
+    CHECK(bank_sign_in(db, &in, out) == BANK_DB_OK);
+    return out->verdict;
+}
+
+static void test_success(bank_db_t *db)
+{
+    apr_pool_t *p = bank_db_pool(db);
+    bank_customer_t c;
+    bank_sign_in_result_t out;
+    bank_token_row_t row;
+    const char *id, *secret;
+
+    fixture_customer(db, "Ada", "Obi", "right", &c);
+    CHECK(attempt(db, c.email, "right", "192.0.2.1", &out) == BANK_SIGN_IN_OK);
+    CHECK_STR(out.customer.id, c.id);
+    CHECK(out.token && bank_token_decode(p, out.token, &id, &secret) == 0);
+    CHECK_STR(id, out.token_id);
+    CHECK(bank_store_token_find(db, id, &row) == BANK_DB_OK);
+    CHECK(bank_token_verify(p, secret, row.hash));
+    CHECK_STR(row.abilities, BANK_SIGN_IN_ABILITIES);
+    CHECK_STR(row.expires_at ? bank_time_api(p, row.expires_at) : NULL, out.expires);
+    /* The e-mail is found whatever its ASCII case. */
+    CHECK(attempt(db, apr_psprintf(p, "%s", bank_ascii_lower(p, c.email)), "right", "192.0.2.1",
+                  &out) == BANK_SIGN_IN_OK);
+}
+
+static void test_throttle(bank_db_t *db)
+{
+    apr_pool_t *p = bank_db_pool(db);
+    bank_customer_t c;
+    bank_sign_in_result_t out;
+    char *upper;
+    size_t i;
+
+    fixture_customer(db, "Ada", "Obi", "right", &c);
+    CHECK(attempt(db, c.email, "wrong", "192.0.2.2", &out) == BANK_SIGN_IN_REFUSED);
+    CHECK_STR(out.why, "wrong password");
+    CHECK(out.failures == 1 && out.remaining == 1);
+    /* The key is the e-mail folded to ASCII lower case: one count for both spellings. */
+    upper = apr_pstrdup(p, c.email);
+    for (i = 0; upper[i] && upper[i] != '@'; i++) {
+        upper[i] = bank_ascii_fold(upper[i], 1);
+    }
+    CHECK(attempt(db, upper, "wrong", "192.0.2.2", &out) == BANK_SIGN_IN_REFUSED);
+    CHECK(out.failures == 2 && out.remaining == 0);
+    /* The limit is reached: even the right password is not verified, nor counted. */
+    CHECK(attempt(db, c.email, "right", "192.0.2.2", &out) == BANK_SIGN_IN_THROTTLED);
+    CHECK(out.failures == 2 && out.retry_after >= 1 && out.retry_after <= 60);
+    CHECK(!out.token);
+    /* Another address has its own count. */
+    CHECK(attempt(db, c.email, "right", "192.0.2.3", &out) == BANK_SIGN_IN_OK);
+    /* A success clears the count of its own address. */
+    CHECK(attempt(db, c.email, "wrong", "192.0.2.4", &out) == BANK_SIGN_IN_REFUSED);
+    CHECK(attempt(db, c.email, "right", "192.0.2.4", &out) == BANK_SIGN_IN_OK);
+    CHECK(out.failures == 1);
+    CHECK(attempt(db, c.email, "wrong", "192.0.2.4", &out) == BANK_SIGN_IN_REFUSED);
+    CHECK(out.failures == 1);
+}
+
+static void test_unknown_and_malformed(bank_db_t *db)
+{
+    bank_customer_t c;
+    bank_sign_in_result_t out;
+
+    CHECK(attempt(db, "nobody-here@example.com", "x", "192.0.2.5", &out) == BANK_SIGN_IN_REFUSED);
+    CHECK_STR(out.why, "unknown e-mail");
+    CHECK(!out.malformed_hash);
+    fixture_customer(db, "Odd", "Hash", NULL, &c);
+    CHECK(attempt(db, c.email, "x", "192.0.2.6", &out) == BANK_SIGN_IN_REFUSED);
+    CHECK(out.malformed_hash);
+    CHECK_STR(out.customer.id, c.id);
+}
+
+/* The IP's own budget, whatever the e-mail: spent, every attempt is refused unverified. */
+static void test_address(bank_db_t *db)
+{
+    bank_customer_t c;
+    bank_sign_in_result_t out;
+    int i;
+
+    fixture_customer(db, "Ada", "Obi", "right", &c);
+    for (i = 1; i <= 4; i++) {
+        CHECK(attempt(db, apr_psprintf(bank_db_pool(db), "spray%d@example.com", i), "x",
+                      "192.0.2.9", &out) == BANK_SIGN_IN_REFUSED);
+    }
+    CHECK(attempt(db, "spray5@example.com", "x", "192.0.2.9", &out) == BANK_SIGN_IN_ADDRESS);
+    CHECK(out.limit == 4 && out.address.failures == 4 && out.retry_after >= 1);
+    CHECK(attempt(db, c.email, "right", "192.0.2.9", &out) == BANK_SIGN_IN_ADDRESS);
+    CHECK(!out.token);
+    CHECK(attempt(db, c.email, "right", "192.0.2.10", &out) == BANK_SIGN_IN_OK);
+}
+
+/* A failure prunes rows whose window ended long ago. */
+static void test_prune(bank_db_t *db)
+{
+    apr_pool_t *p = bank_db_pool(db);
+    bank_sign_in_result_t out;
+    bank_throttle_t t;
+    apr_time_t now = apr_time_now();
+    const char *long_ago = bank_time_iso(p, now - apr_time_from_sec(3 * 86400));
+    const char *older = bank_time_iso(p, now - apr_time_from_sec(4 * 86400));
+
+    CHECK(bank_store_count_fail(db, BANK_COUNTS_SIGN_IN, "old@example.com", "192.0.2.7", long_ago,
+                                long_ago, &t) == BANK_DB_OK);
+    CHECK(bank_store_count_get(db, BANK_COUNTS_SIGN_IN, "old@example.com", "192.0.2.7", older,
+                               &t) == BANK_DB_OK &&
+          t.failures == 1);
+    CHECK(attempt(db, "someone@example.com", "x", "192.0.2.8", &out) == BANK_SIGN_IN_REFUSED);
+    CHECK(!out.prune_failed);
+    CHECK(bank_store_count_get(db, BANK_COUNTS_SIGN_IN, "old@example.com", "192.0.2.7", older,
+                               &t) == BANK_DB_OK &&
+          t.failures == 0);
+}
+
+static void test_retry_after(void)
+{
+    apr_time_t now = APR_INT64_C(1795333222123) * 1000;
+
+    /* 2026-11-22T07:40:22.123Z started 20.5 s ago, a 60 s window: 40 s left, rounded up. */
+    CHECK(bank_throttle_retry_after("2026-11-22T07:40:01.623Z", 60, now) == 40);
+    CHECK(bank_throttle_retry_after("2026-11-22T07:38:00.000Z", 60, now) == 1);  /* expired */
+    CHECK(bank_throttle_retry_after("2026-11-22T07:45:00.000Z", 60, now) == 60); /* ahead */
+    CHECK(bank_throttle_retry_after("garbage", 60, now) == 60);
+}
+
+static void all(bank_db_t *db)
+{
+    test_success(db);
+    test_throttle(db);
+    test_unknown_and_malformed(db);
+    test_prune(db);
+    test_address(db);
+}
+
+static void run_tests(apr_pool_t *p)
+{
+    test_retry_after();
+    fixture_each(p, all);
+}
