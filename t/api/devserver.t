@@ -6,8 +6,7 @@ use warnings FATAL => 'all';
 use Apache::Test qw(-withtestmore);
 use File::Temp qw(tempdir);
 use Cwd qw(getcwd);
-use Bank::Test;
-use Bank::Docs qw(free_port);
+use Bank::Test qw(:DEFAULT free_port);
 
 my $top  = getcwd();    # run-tests runs the suite from the checkout
 my $dir  = tempdir(CLEANUP => 1, DIR => $ENV{BANK_TEST_ROOT} || '/tmp');

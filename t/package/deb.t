@@ -9,8 +9,7 @@ use Apache::Test qw(-withtestmore);
 use Cwd ();
 use File::Temp ();
 use LWP::UserAgent ();
-use Bank::Test qw(decode_body);
-use Bank::Docs qw(slurp spew free_port);
+use Bank::Test qw(decode_body slurp spew free_port);
 
 my $top = Cwd::getcwd();
 my $out = `make -s deb 2>&1`;
