@@ -12,6 +12,7 @@
 #include "bank_db.h"
 #include "bank_store.h"
 #include "bank_throttle.h"
+#include "bank_metrics.h"
 
 /* Tokens issued by sign-in may do everything; narrower ones come from bankctl token issue. */
 #define BANK_SIGN_IN_ABILITIES "[\"*\"]"
@@ -27,6 +28,7 @@ typedef struct {
     apr_int64_t addr_window;
     apr_int64_t lifetime; /* of the token, seconds (BankTokenLifetime) */
     apr_time_t now;
+    bank_metrics_t *metrics; /* password verifications are counted there; NULL: not counted */
 } bank_sign_in_t;
 
 typedef enum {

@@ -6,6 +6,7 @@
 #include "bank_db.h"
 
 typedef struct {
+    const char *token_id; /* the bearer token's row (sign-out deletes it) */
     const char *customer_id;
     const char *abilities;
 } bank_principal_t;

@@ -90,6 +90,7 @@ int bank_authenticate(request_rec *r, bank_db_t *db, const char *ability, bank_p
         return unauthorized(r, "expired token");
     }
     pr = apr_pcalloc(r->pool, sizeof(*pr));
+    pr->token_id = id;
     pr->customer_id = row.customer_id;
     pr->abilities = row.abilities;
     if (ability &&

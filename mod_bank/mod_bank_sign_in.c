@@ -5,6 +5,7 @@
 #include <http_protocol.h>
 #include <http_request.h>
 #include "mod_bank.h"
+#include "mod_bank_metrics.h"
 #include "mod_bank_sign_in.h"
 #include "mod_bank_config.h"
 #include "mod_bank_http.h"
@@ -132,6 +133,7 @@ int bank_sign_in_handler(request_rec *r)
     in.addr_window = bank_conf_addr_window(conf);
     in.lifetime = bank_conf_token_lifetime(conf);
     in.now = apr_time_now();
+    in.metrics = bank_metrics_block();
     drc = bank_sign_in(db, &in, &out);
     if (out.malformed_hash) {
         ap_log_rerror(APLOG_MARK, APLOG_WARNING, 0, r,
