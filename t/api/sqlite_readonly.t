@@ -5,11 +5,16 @@
 # is half-written: every 200 is in its table, and nothing is there without its 200.
 #
 # SQLite opens a file it cannot write read-only, and such a connection stays read-only; one
-# opened before keeps writing through its open file. The virtual host bank_ro has a
-# connection pool of its own, empty until the file is read-only: every connection it opens
-# then is a read-only one, and stays in its pool afterwards. The main server's pool holds
-# connections opened before, and opens more under load: its writes may be stored (200) or
-# refused (503), never anything else.
+# opened before keeps writing through its open file. So can one opened after, in a process
+# that closed a connection to the file while others stayed open: SQLite keeps the closed
+# one's descriptor (closing it would drop the process's locks) and gives it to the next
+# connection to the file, which then writes whatever the file's mode. A virtual host of the
+# test server shares its processes with the main server's pool, which closes connections
+# (DBDExptime), so the read-only server is an httpd of its own, started before the file is
+# read-only and sent nothing until then: none of its processes holds a descriptor opened
+# before, every connection it opens then is a read-only one, and stays in its pool
+# afterwards (DBDExptime 300). The main server's pool holds connections opened before, and
+# opens more under load: its writes may be stored (200) or refused (503), never anything else.
 use strict;
 use warnings FATAL => 'all';
 use Apache::Test qw(-withtestmore);
@@ -18,16 +23,19 @@ use File::Basename qw(dirname);
 use Bank::Test;
 use Bank::Webhook;
 use Bank::BvnTest;
-use Bank::Servers qw(require_sqlite main_server concurrent);
+use Bank::Servers qw(require_sqlite main_server start_server concurrent);
 
 require_sqlite('makes the database file read-only under httpd');
 
 my $db   = $ENV{BANK_DBPARAMS};
 my $dir  = dirname($db);
 my $main = main_server();
-my $ro   = main_server('bank_ro');
+# DBDKeep and DBDExptime: the connections opened read-only are still pooled when the file is
+# writable again, however long the load takes.
+my $ro   = start_server(extra => "DBDKeep 4\nDBDExptime 300\n");
 my @as   = $> == 0 ? ('runuser', '-u', 'nobody', '--') : ();
 my $start = error_log_mark();
+my $ro_start = $ro->error_log_mark;
 
 # ---- what the load is made of ---------------------------------------------------------------
 # Each job: [kind, key, request...]. A kind's key says what its 200 stores: a notice's
@@ -149,7 +157,7 @@ is_deeply(tally(grep { $_->[2]->code != 200 } @before), {}, 'before: every reque
 my %mode = map { $_ => (stat $_)[2] & 07777 } $db, $dir;
 chmod 0444, $db;
 chmod 0555, $dir;
-my $mark = error_log_mark();
+my $mark = $ro->error_log_mark;
 like(scalar `@as sqlite3 '$db' "UPDATE banks SET name = name WHERE 0 = 1; INSERT INTO account_serials (created_at) VALUES ('x')" 2>&1`,
     qr/readonly|read-only/i, 'read-only: SQLite itself cannot write the file now');
 
@@ -185,13 +193,13 @@ is_deeply([map { "$_->[0] " . $_->[2]->code }
 reads_work('read-only, main server under load', \@main_load);
 diag('read-only, main server: ' . join ', ', map { "$_ x" . tally(@main_load)->{$_} }
       sort keys %{ tally(@main_load) });
-like(error_log_since($mark), qr/BANK0203: [^\n]*readonly database/,
+like($ro->error_log_since($mark), qr/BANK0203: [^\n]*readonly database/,
     'read-only: the refused write is logged with the reason');
 
 # ---- writable again, no restart -------------------------------------------------------------------
 chmod $mode{$dir}, $dir;
 chmod $mode{$db}, $db;
-$mark = error_log_mark();
+$mark = $ro->error_log_mark;
 # The read-only pool still holds the connections it opened read-only: their writes succeed.
 for my $j (@again) {
     my $r = $ro->request(@$j[2 .. $#$j]);
@@ -199,7 +207,7 @@ for my $j (@again) {
       or diag($r->content);
     record([@$j[0, 1], $r]);
 }
-like(error_log_since($mark), qr/BANK0808: SQLite connection opened while the database was read-only replaced/,
+like($ro->error_log_since($mark), qr/BANK0808: SQLite connection opened while the database was read-only replaced/,
     'writable again: read-only connections were replaced');
 my @ro_after = run_jobs($ro, @ro_after_jobs);
 record(@ro_after);
@@ -219,6 +227,8 @@ for my $v (grep { !$ok{ $_->{c}{id} } } values %onboarder) {
     last;    # one is enough to show it; the rest stay refused, and must stay empty
 }
 consistent('after');
-unlike(error_log_since($start), qr/BANK0203: [^\n]*(?:constraint|malformed|corrupt)/i,
+unlike(error_log_since($start) . $ro->error_log_since($ro_start),
+    qr/BANK0203: [^\n]*(?:constraint|malformed|corrupt)/i,
     'no constraint failure or corruption logged');
+$ro->stop;
 done_testing();
