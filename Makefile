@@ -21,6 +21,8 @@ PREFIX    ?= /usr/local
 SQLDIR    := $(PREFIX)/share/mod_bank/sql
 UNIT_SRC  := $(wildcard t/unit/test_*.c)
 UNIT_BIN  := $(patsubst t/unit/%.c,$(BUILD)/unit/%,$(UNIT_SRC))
+# The ceilings scripts/bench measures beside the endpoints (raw KDF, raw SQLite INSERT).
+BENCH_BIN := $(patsubst t/bench/%.c,$(BUILD)/bench/%,$(wildcard t/bench/*.c))
 
 .PHONY: all deps build run start stop test unit itest format lint clean bench memcheck install
 all: build
@@ -48,6 +50,11 @@ $(BUILD)/unit/%: t/unit/%.c t/unit/unit.h t/unit/db_fixture.h $(CORE_SRC) $(HEAD
 	$(CC) -O1 -g $(WARN) -fsanitize=address,undefined -fno-omit-frame-pointer -Iinclude -It/unit \
 	    $(APR_INC) -o $@ $< $(CORE_SRC) -lapr-1 -laprutil-1 $(LIBS)
 
+$(BUILD)/bench/%: t/bench/%.c $(CORE_SRC) $(HEADERS)
+	@mkdir -p $(BUILD)/bench
+	@echo "CC bench/$*"; $(CC) -O2 -g $(WARN) -Iinclude $(APR_INC) -o $@ $< $(CORE_SRC) \
+	    -lapr-1 -laprutil-1 $(LIBS)
+
 # C unit tests of the pure code, under AddressSanitizer and UBSan.
 unit: $(UNIT_BIN)
 	@./scripts/run-unit $(UNIT_BIN)
@@ -67,8 +74,9 @@ start: deps build
 stop:
 	@./scripts/devserver stop
 
-bench: deps build
-	@./scripts/bench
+# Each endpoint against its ceiling, in one run (docs/benchmarks.md); never part of make test.
+bench: deps build $(BENCH_BIN)
+	@DB=$(DB) ./scripts/bench
 
 # httpd with the module under valgrind, every endpoint's success and error paths.
 memcheck: deps build
@@ -86,14 +94,14 @@ install: build
 	install -m 644 conf/bank.conf $(DESTDIR)/etc/apache2/mod_bank/bank.conf
 
 format:
-	clang-format -i mod_bank/*.c mod_bank/bankctl/*.c include/*.h t/unit/*.c t/unit/*.h
+	clang-format -i mod_bank/*.c mod_bank/bankctl/*.c include/*.h t/unit/*.c t/unit/*.h t/bench/*.c
 
 # cppcheck, clang-format and shellcheck (every script, warnings and notes alike).
 lint:
 	cppcheck --quiet --error-exitcode=1 --enable=warning,performance,portability \
 	    --inline-suppr --suppress=missingIncludeSystem -Iinclude -DLINUX -D_REENTRANT \
 	    -D_GNU_SOURCE mod_bank/
-	clang-format --dry-run --Werror mod_bank/*.c mod_bank/bankctl/*.c include/*.h t/unit/*.c t/unit/*.h
+	clang-format --dry-run --Werror mod_bank/*.c mod_bank/bankctl/*.c include/*.h t/unit/*.c t/unit/*.h t/bench/*.c
 	shellcheck scripts/* .ci/run
 
 clean:
