@@ -6,6 +6,7 @@
 #include <httpd.h>
 #include <http_config.h>
 #include <apr_tables.h>
+#include "mod_bank_verify.h"
 
 typedef enum { BANK_HMAC_NONE = 0, BANK_HMAC_SHA256, BANK_HMAC_SHA512 } bank_hmac_alg;
 
@@ -26,8 +27,9 @@ typedef struct {
     const char *sig_header;              /* BankWebhookSignature */
     bank_hmac_alg sig_alg;
     const char *sig_key;
-    const char *partner; /* BankWebhookPartner */
-    int sig_set;         /* BankWebhookSignature given here */
+    const char *partner;       /* BankWebhookPartner */
+    int sig_set;               /* BankWebhookSignature given here */
+    bank_verifier_t *verifier; /* BankPasswordVerifyConcurrency; NULL: the default */
 } bank_dir_conf;
 
 extern const command_rec bank_cmds[];

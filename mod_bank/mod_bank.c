@@ -17,6 +17,7 @@
 #include "mod_bank_bvn.h"
 #include "mod_bank_sign_in.h"
 #include "mod_bank_webhook.h"
+#include "mod_bank_verify.h"
 
 static const struct {
     const char *name;
@@ -137,6 +138,7 @@ static int bank_post_config(apr_pool_t *pconf, apr_pool_t *plog, apr_pool_t *pte
 static void bank_child_init(apr_pool_t *p, server_rec *s)
 {
     bank_banks_child_init(p, s);
+    bank_verify_child_init(p, s);
 }
 
 static void bank_register_hooks(apr_pool_t *p)

@@ -53,6 +53,7 @@ void *bank_merge_dir_conf(apr_pool_t *p, void *basev, void *addv)
     MERGE_PTR(account_bank_code);
     MERGE_PTR(webhook_secrets);
     MERGE_PTR(partner);
+    MERGE_PTR(verifier);
     /* The signature triple is one setting: take it whole from where it was given. */
     if (add->sig_set) {
         m->sig_set = 1;
@@ -292,6 +293,23 @@ static const char *set_signature(cmd_parms *cmd, void *cfg, const char *header, 
     return NULL;
 }
 
+static const char *set_verify_concurrency(cmd_parms *cmd, void *cfg, const char *n,
+                                          const char *waiting)
+{
+    apr_int64_t threads, wait;
+    const char *err = parse_int(cmd, n, 1, 256, &threads);
+
+    if (err) {
+        return err;
+    }
+    wait = threads * BANK_VERIFY_WAIT_FACTOR;
+    if (waiting && (err = parse_int(cmd, waiting, 0, 100000, &wait)) != NULL) {
+        return err;
+    }
+    ((bank_dir_conf *)cfg)->verifier = bank_verifier_new(cmd->pool, (int)threads, (int)wait);
+    return NULL;
+}
+
 #define BANK_CTX (RSRC_CONF | ACCESS_CONF)
 const command_rec bank_cmds[] = {
     AP_INIT_ITERATE("BankClientKey", set_client_key, NULL, BANK_CTX,
@@ -315,4 +333,7 @@ const command_rec bank_cmds[] = {
                   "HEADER sha256|sha512 KEY: also require an HMAC of the raw body"),
     AP_INIT_TAKE1("BankWebhookPartner", set_partner, NULL, BANK_CTX,
                   "Partner name recorded on each notice (default: last Location segment)"),
+    AP_INIT_TAKE12("BankPasswordVerifyConcurrency", set_verify_concurrency, NULL, BANK_CTX,
+                   "Password verifications at once per process (default: the CPU count), and "
+                   "how many more may wait (default 16 per verification)"),
     {NULL}};

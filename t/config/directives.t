@@ -40,7 +40,9 @@ BankAccountBankCode 50211
 BankWebhookSecret secret-abcdef
 BankWebhookSignature X-Partner-Signature sha256 hmac-key-123
 BankWebhookPartner paystack
+BankPasswordVerifyConcurrency 4
 <Location /api/auth/sign_in>
+    BankPasswordVerifyConcurrency 2 0
     SetHandler bank-sign-in
     BankMaxBody 1024
     BankTokenLifetime 120
@@ -68,6 +70,12 @@ my @bad = (
     ['BankWebhookSignature "X Sig" sha256 key-12345678', 'BankWebhookSignature', 'bad header'],
     ['BankWebhookSignature X-Sig sha256',  'BankWebhookSignature', 'missing key'],
     ['BankWebhookPartner "pay stack"',     'BankWebhookPartner', 'space in partner'],
+    ['BankPasswordVerifyConcurrency 0',    'BankPasswordVerifyConcurrency', 'zero verifications'],
+    ['BankPasswordVerifyConcurrency 257',  'BankPasswordVerifyConcurrency', 'over 256'],
+    ['BankPasswordVerifyConcurrency two',  'BankPasswordVerifyConcurrency', 'not a number'],
+    ['BankPasswordVerifyConcurrency 2 -1', 'BankPasswordVerifyConcurrency', 'negative waiting'],
+    ['BankPasswordVerifyConcurrency 2 100001', 'BankPasswordVerifyConcurrency', 'too many waiting'],
+    ['BankPasswordVerifyConcurrency 2 4 8', 'BankPasswordVerifyConcurrency', 'three arguments'],
 );
 for my $b (@bad) {
     my ($line, $name, $why) = @$b;
