@@ -40,9 +40,6 @@ const bank_stmt_t bank_store_customer_sql[] = {
      "SELECT id, customer_id, account_type, balance_minor, currency, status, bank_name,"
      " verified, bank_account_id, account_name, account_number, created_at, updated_at"
      " FROM accounts WHERE customer_id = {uuid}"},
-    /* account_ids_cols. */
-    {"bank_webhook_account",
-     "SELECT id, customer_id FROM accounts WHERE bank_account_id = %s"},
     /* serial_cols. */
     {"bank_account_serial_next",
      "INSERT INTO account_serials (created_at) VALUES (%pDz) RETURNING serial"},
@@ -94,7 +91,6 @@ static const bank_col_t account_cols[] = {A(TEXT, id),
                                           A(TEXT, created_at),
                                           A(TEXT, updated_at),
                                           BANK_COL_LAST};
-static const bank_col_t account_ids_cols[] = {A(TEXT, id), A(TEXT, customer_id), BANK_COL_LAST};
 #undef A
 
 typedef struct {
@@ -168,14 +164,6 @@ bank_db_rc bank_store_account_by_customer(bank_db_t *db, const char *customer_id
 {
     const char *args[] = {customer_id};
     return bank_db_row(db, "bank_account_by_customer", BANK_NARGS(args), args, account_cols, out,
-                       sizeof(*out));
-}
-
-bank_db_rc bank_store_account_by_bank_id(bank_db_t *db, const char *bank_account_id,
-                                         bank_account_t *out)
-{
-    const char *args[] = {bank_account_id};
-    return bank_db_row(db, "bank_webhook_account", BANK_NARGS(args), args, account_ids_cols, out,
                        sizeof(*out));
 }
 

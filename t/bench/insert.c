@@ -1,5 +1,5 @@
 /* The SQLite webhook ceiling for scripts/bench: one connection committing the webhook's own
- * INSERT (bank_store_notice_insert, the statement the handler runs) once per row, for
+ * INSERT (bank_store_notice_put, the statement the handler runs) once per row, for
  * SECONDS, through mod_bank's data layer with the server's DBDInitSQL. Prints the rows and
  * the rows per second. */
 #include <stdio.h>
@@ -30,7 +30,7 @@ int main(int argc, char **argv)
         "\"receiverBankCode\":\"999\",\"sessionId\":\"1\",\"statusCode\":\"T100\","
         "\"statusMessage\":\"ok\",\"transactionReference\":\"TRF-1-1\",\"walletId\":\"w\"}}";
     long rows = 0;
-    int secs, added;
+    int secs;
 
     if (argc != 3 || (secs = atoi(argv[2])) < 1) {
         fprintf(stderr, "usage: insert SQLITE-PATH SECONDS\n");
@@ -48,11 +48,12 @@ int main(int argc, char **argv)
     start = apr_time_now();
     until = start + apr_time_from_sec(secs);
     while (apr_time_now() < until) {
-        n.transaction_reference = apr_psprintf(iter, "INS-%ld", rows);
-        if (bank_store_notice_insert(db, &n, bank_uuid4(iter), "partner", NULL, NULL, raw,
-                                     bank_time_iso(iter, apr_time_now()), &added) != BANK_DB_OK ||
-            added != 1) {
-            fprintf(stderr, "insert: %s (added %d)\n", bank_db_error(db), added);
+        bank_notice_put_t put = {
+            &n, bank_uuid4(iter), "partner", raw, bank_time_iso(iter, apr_time_now()), 0, 0};
+
+        n.transaction_reference = apr_psprintf(iter, "INS-%" APR_TIME_T_FMT "-%ld", start, rows);
+        if (bank_store_notice_put(db, &put) != BANK_DB_OK || !put.added) {
+            fprintf(stderr, "insert: %s\n", bank_db_error(db));
             return 1;
         }
         apr_pool_clear(iter);
