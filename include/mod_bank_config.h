@@ -30,6 +30,7 @@ typedef struct {
     const char *partner;       /* BankWebhookPartner */
     int sig_set;               /* BankWebhookSignature given here */
     bank_verifier_t *verifier; /* BankPasswordVerifyConcurrency; NULL: the default */
+    apr_int64_t token_cache;   /* BankTokenCacheSeconds */
 } bank_dir_conf;
 
 extern const command_rec bank_cmds[];
@@ -42,6 +43,7 @@ int bank_conf_throttle_attempts(const bank_dir_conf *c);
 apr_int64_t bank_conf_throttle_window(const bank_dir_conf *c);
 apr_int64_t bank_conf_max_body(const bank_dir_conf *c);
 apr_int64_t bank_conf_banks_max_age(const bank_dir_conf *c);
+apr_int64_t bank_conf_token_cache(const bank_dir_conf *c);
 const char *bank_conf_account_bank(const bank_dir_conf *c);
 const char *bank_conf_account_bank_code(const bank_dir_conf *c);
 const char *bank_conf_partner(request_rec *r, const bank_dir_conf *c);

@@ -18,6 +18,7 @@
 #include "mod_bank_sign_in.h"
 #include "mod_bank_webhook.h"
 #include "mod_bank_verify.h"
+#include "mod_bank_auth.h"
 
 static const struct {
     const char *name;
@@ -140,6 +141,7 @@ static void bank_child_init(apr_pool_t *p, server_rec *s)
     bank_banks_child_init(p, s);
     bank_verify_child_init(p, s);
     bank_webhook_child_init(p, s);
+    bank_auth_child_init(p, s);
 }
 
 static void bank_register_hooks(apr_pool_t *p)

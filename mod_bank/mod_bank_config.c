@@ -23,7 +23,9 @@ static const struct {
     const char *account_bank;
     const char *account_bank_code;
     const char *partner;
-} defaults = {BANK_TOKEN_TTL_DEFAULT, 5, 60, 65536, 300, "mod_bank Demo Bank", "999", "partner"};
+    apr_int64_t token_cache;
+} defaults = {BANK_TOKEN_TTL_DEFAULT,  5, 60, 65536, 300, "mod_bank Demo Bank", "999", "partner",
+              BANK_TOKEN_CACHE_DEFAULT};
 
 void *bank_create_dir_conf(apr_pool_t *p, char *dir)
 {
@@ -33,6 +35,7 @@ void *bank_create_dir_conf(apr_pool_t *p, char *dir)
     c->throttle_window = BANK_UNSET;
     c->max_body = BANK_UNSET;
     c->banks_max_age = BANK_UNSET;
+    c->token_cache = BANK_UNSET;
     (void)dir;
     return c;
 }
@@ -54,6 +57,7 @@ void *bank_merge_dir_conf(apr_pool_t *p, void *basev, void *addv)
     MERGE_PTR(webhook_secrets);
     MERGE_PTR(partner);
     MERGE_PTR(verifier);
+    MERGE_NUM(token_cache);
     /* The signature triple is one setting: take it whole from where it was given. */
     if (add->sig_set) {
         m->sig_set = 1;
@@ -86,6 +90,7 @@ GETTER(int, throttle_attempts, throttle_attempts)
 GETTER(apr_int64_t, throttle_window, throttle_window)
 GETTER(apr_int64_t, max_body, max_body)
 GETTER(apr_int64_t, banks_max_age, banks_max_age)
+GETTER(apr_int64_t, token_cache, token_cache)
 
 const char *bank_conf_account_bank(const bank_dir_conf *c)
 {
@@ -227,6 +232,11 @@ static const char *set_banks_max_age(cmd_parms *cmd, void *cfg, const char *arg)
     return parse_int(cmd, arg, 0, 31536000, &((bank_dir_conf *)cfg)->banks_max_age);
 }
 
+static const char *set_token_cache(cmd_parms *cmd, void *cfg, const char *arg)
+{
+    return parse_int(cmd, arg, 0, BANK_TOKEN_CACHE_MAX, &((bank_dir_conf *)cfg)->token_cache);
+}
+
 static const char *set_throttle(cmd_parms *cmd, void *cfg, const char *attempts,
                                 const char *seconds)
 {
@@ -333,6 +343,9 @@ const command_rec bank_cmds[] = {
                   "HEADER sha256|sha512 KEY: also require an HMAC of the raw body"),
     AP_INIT_TAKE1("BankWebhookPartner", set_partner, NULL, BANK_CTX,
                   "Partner name recorded on each notice (default: last Location segment)"),
+    AP_INIT_TAKE1("BankTokenCacheSeconds", set_token_cache, NULL, BANK_CTX,
+                  "How long a verified token is kept per process, the longest a revoked token "
+                  "still works there (default 5, 0 off, at most 60)"),
     AP_INIT_TAKE12("BankPasswordVerifyConcurrency", set_verify_concurrency, NULL, BANK_CTX,
                    "Password verifications at once per process (default: the CPU count), and "
                    "how many more may wait (default 16 per verification)"),

@@ -41,8 +41,10 @@ BankWebhookSecret secret-abcdef
 BankWebhookSignature X-Partner-Signature sha256 hmac-key-123
 BankWebhookPartner paystack
 BankPasswordVerifyConcurrency 4
+BankTokenCacheSeconds 0
 <Location /api/auth/sign_in>
     BankPasswordVerifyConcurrency 2 0
+    BankTokenCacheSeconds 60
     SetHandler bank-sign-in
     BankMaxBody 1024
     BankTokenLifetime 120
@@ -70,6 +72,9 @@ my @bad = (
     ['BankWebhookSignature "X Sig" sha256 key-12345678', 'BankWebhookSignature', 'bad header'],
     ['BankWebhookSignature X-Sig sha256',  'BankWebhookSignature', 'missing key'],
     ['BankWebhookPartner "pay stack"',     'BankWebhookPartner', 'space in partner'],
+    ['BankTokenCacheSeconds 61',           'BankTokenCacheSeconds', 'over 60'],
+    ['BankTokenCacheSeconds -1',           'BankTokenCacheSeconds', 'negative'],
+    ['BankTokenCacheSeconds 5s',           'BankTokenCacheSeconds', 'not a number'],
     ['BankPasswordVerifyConcurrency 0',    'BankPasswordVerifyConcurrency', 'zero verifications'],
     ['BankPasswordVerifyConcurrency 257',  'BankPasswordVerifyConcurrency', 'over 256'],
     ['BankPasswordVerifyConcurrency two',  'BankPasswordVerifyConcurrency', 'not a number'],
