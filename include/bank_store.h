@@ -69,7 +69,6 @@ typedef struct {
 
 /* E-mail compared case-insensitively. */
 bank_db_rc bank_store_customer_by_email(bank_db_t *db, const char *email, bank_customer_t *out);
-bank_db_rc bank_store_customer_by_id(bank_db_t *db, const char *id, bank_customer_t *out);
 /* id, email, password, names, phone, email_verified, created_at and updated_at of c. */
 bank_db_rc bank_store_customer_insert(bank_db_t *db, const bank_customer_t *c);
 /* The customer who holds a BVN. */
@@ -107,8 +106,10 @@ typedef struct {
     const char *updated_at;
 } bank_account_t;
 
-bank_db_rc bank_store_account_by_customer(bank_db_t *db, const char *customer_id,
-                                          bank_account_t *out);
+/* A customer (*c) and, read in the same statement, their account (*a, its id NULL when they
+ * have none). */
+bank_db_rc bank_store_customer_with_account(bank_db_t *db, const char *id, bank_customer_t *c,
+                                            bank_account_t *a);
 /* The next account serial (1, 2, ...), shared by every process. */
 bank_db_rc bank_store_account_serial_next(bank_db_t *db, const char *now, apr_int64_t *serial);
 /* A verified personal NGN account with balance 0: id, customer_id, bank_name,
