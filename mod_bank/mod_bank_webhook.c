@@ -90,13 +90,13 @@ typedef struct queued_s {
     bank_notice_put_t put;
     int done;
     bank_db_rc rc;
-    int retry; /* when rc failed: 503 rather than 500 */
+    int retry;               /* when rc failed: 503 rather than 500 */
+    apr_thread_cond_t *wake; /* its request's own: done, or its turn to lead */
     struct queued_s *next;
 } queued_t;
 
 typedef struct {
     apr_thread_mutex_t *lock;
-    apr_thread_cond_t *finished; /* a commit ended: its requests answer, a waiter may lead */
     queued_t *head, *tail;
     int running; /* commits running */
     int lanes;   /* commits allowed at once, known once a connection shows the driver */
@@ -132,8 +132,7 @@ static batcher_t *batcher_of(request_rec *r)
     if (!b) {
         b = apr_pcalloc(commits.pool, sizeof(*b));
         if (apr_thread_mutex_create(&b->lock, APR_THREAD_MUTEX_DEFAULT, commits.pool) !=
-                APR_SUCCESS ||
-            apr_thread_cond_create(&b->finished, commits.pool) != APR_SUCCESS) {
+            APR_SUCCESS) {
             b = NULL;
         } else {
             apr_hash_set(commits.by_server,
@@ -194,7 +193,10 @@ static void commit_batch(request_rec *r, batcher_t *b, queued_t **batch, int cou
     }
 }
 
-/* Queues q and returns once the transaction holding it has ended (q->rc says how). */
+/* Queues q and returns once the transaction holding it has ended (q->rc says how). Each
+ * waiter sleeps on its own condition, woken only when its notice is done or when it is
+ * first in the queue and a commit may start (one broadcast per commit woke every waiter of
+ * the process: most of httpd's time went to context switches, measured with perf). */
 static void group_commit(request_rec *r, batcher_t *b, queued_t *q)
 {
     queued_t *batch[BATCH_MAX];
@@ -208,12 +210,11 @@ static void group_commit(request_rec *r, batcher_t *b, queued_t *q)
     }
     b->tail = q;
     while (!q->done) {
-        if (b->running >= (b->lanes ? b->lanes : 1) || !b->head) {
-            apr_thread_cond_wait(b->finished, b->lock);
+        if (b->running >= (b->lanes ? b->lanes : 1) || b->head != q) {
+            apr_thread_cond_wait(q->wake, b->lock);
             continue;
         }
-        /* lead: everything queued so far, up to BATCH_MAX (ours among it, or in a later
-         * round) */
+        /* first in the queue with a lane free: lead everything queued, up to BATCH_MAX */
         for (count = 0; count < BATCH_MAX && b->head; count++) {
             batch[count] = b->head;
             b->head = b->head->next;
@@ -222,14 +223,22 @@ static void group_commit(request_rec *r, batcher_t *b, queued_t *q)
             b->tail = NULL;
         }
         b->running++;
+        if (b->head && b->running < (b->lanes ? b->lanes : 1)) {
+            apr_thread_cond_signal(b->head->wake); /* another lane may start at once */
+        }
         apr_thread_mutex_unlock(b->lock);
         commit_batch(r, b, batch, count);
         apr_thread_mutex_lock(b->lock);
         b->running--;
         for (i = 0; i < count; i++) {
             batch[i]->done = 1;
+            if (batch[i] != q) {
+                apr_thread_cond_signal(batch[i]->wake);
+            }
         }
-        apr_thread_cond_broadcast(b->finished);
+        if (b->head) {
+            apr_thread_cond_signal(b->head->wake); /* the next commit */
+        }
     }
     apr_thread_mutex_unlock(b->lock);
 }
@@ -251,7 +260,7 @@ static int store(request_rec *r, const bank_notice_t *n, const char *partner, co
         ap_log_rerror(APLOG_MARK, APLOG_ERR, 0, r, BANKLOGNO(0704) "no randomness for an id");
         return bank_error(r, BANK_E_INTERNAL, NULL, NULL);
     }
-    if (b) {
+    if (b && apr_thread_cond_create(&q->wake, r->pool) == APR_SUCCESS) {
         group_commit(r, b, q);
     } else {
         commit_batch(r, NULL, &q, 1);
