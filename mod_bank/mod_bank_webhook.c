@@ -73,18 +73,13 @@ static int check_signature(request_rec *r, const bank_dir_conf *conf, const char
 /* ---- group commit ----
  * Notices that arrive together in one process share one transaction: one commit, one fsync
  * for all of them, where a commit per notice made the disk's flush rate the webhook's limit
- * (docs/api.md). A request queues its notice; if no commit is running for its server (up to
- * LANES at once), it takes everything queued (at most BATCH_MAX) and commits it on its own
+ * (docs/api.md). A request queues its notice; if no commit is running for its server, it
+ * takes everything queued (at most BATCH_MAX) and commits it on its own
  * connection, else it waits for the one running to finish and then looks again. Each request
  * answers only once the transaction holding its notice has committed; if that transaction
  * fails, every request in it answers the failure (503 or 500), none 200. A key twice in one
  * batch is written once and the second copy answers "duplicate": true, as across batches. */
 #define BATCH_MAX 64
-
-/* Transactions at once per server and process. SQLite has one writer at a time anyway; on
- * PostgreSQL a second one fills the round trips of the first's fsync. */
-#define LANES_SQLITE 1
-#define LANES_PGSQL 2
 
 typedef struct queued_s {
     bank_notice_put_t put;
@@ -98,8 +93,9 @@ typedef struct queued_s {
 typedef struct {
     apr_thread_mutex_t *lock;
     queued_t *head, *tail;
-    int running; /* commits running */
-    int lanes;   /* commits allowed at once, known once a connection shows the driver */
+    int running; /* a commit is running (one at a time per server and process: on PostgreSQL
+                    two at once made smaller batches and no more notices per second, measured
+                    with make bench DB=pgsql) */
 } batcher_t;
 
 static struct {
@@ -148,7 +144,7 @@ static batcher_t *batcher_of(request_rec *r)
  * A batch whose transaction failed on a healthy connection (a statement refused, not the
  * database busy or gone) is tried again one notice per transaction, so one notice the
  * database refuses fails alone. */
-static void commit_batch(request_rec *r, batcher_t *b, queued_t **batch, int count)
+static void commit_batch(request_rec *r, queued_t **batch, int count)
 {
     bank_notice_put_t **puts = apr_palloc(r->pool, sizeof(*puts) * (apr_size_t)count);
     bank_db_t *db = bank_db(r);
@@ -162,9 +158,6 @@ static void commit_batch(request_rec *r, batcher_t *b, queued_t **batch, int cou
     }
     if (!db) {
         return; /* logged by bank_db */
-    }
-    if (b) {
-        b->lanes = bank_db_is_pgsql(db) ? LANES_PGSQL : LANES_SQLITE;
     }
     rc = bank_store_notices_put(db, puts, count);
     if (rc != BANK_DB_OK) {
@@ -210,11 +203,11 @@ static void group_commit(request_rec *r, batcher_t *b, queued_t *q)
     }
     b->tail = q;
     while (!q->done) {
-        if (b->running >= (b->lanes ? b->lanes : 1) || b->head != q) {
+        if (b->running || b->head != q) {
             apr_thread_cond_wait(q->wake, b->lock);
             continue;
         }
-        /* first in the queue with a lane free: lead everything queued, up to BATCH_MAX */
+        /* first in the queue, no commit running: lead everything queued, up to BATCH_MAX */
         for (count = 0; count < BATCH_MAX && b->head; count++) {
             batch[count] = b->head;
             b->head = b->head->next;
@@ -222,14 +215,11 @@ static void group_commit(request_rec *r, batcher_t *b, queued_t *q)
         if (!b->head) {
             b->tail = NULL;
         }
-        b->running++;
-        if (b->head && b->running < (b->lanes ? b->lanes : 1)) {
-            apr_thread_cond_signal(b->head->wake); /* another lane may start at once */
-        }
+        b->running = 1;
         apr_thread_mutex_unlock(b->lock);
-        commit_batch(r, b, batch, count);
+        commit_batch(r, batch, count);
         apr_thread_mutex_lock(b->lock);
-        b->running--;
+        b->running = 0;
         for (i = 0; i < count; i++) {
             batch[i]->done = 1;
             if (batch[i] != q) {
@@ -263,7 +253,7 @@ static int store(request_rec *r, const bank_notice_t *n, const char *partner, co
     if (b && apr_thread_cond_create(&q->wake, r->pool) == APR_SUCCESS) {
         group_commit(r, b, q);
     } else {
-        commit_batch(r, NULL, &q, 1);
+        commit_batch(r, &q, 1);
     }
     if (q->rc != BANK_DB_OK) {
         return bank_error_db_retry(r, q->retry);
