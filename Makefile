@@ -15,7 +15,7 @@ CORE_SRC  := $(filter-out mod_bank/bankctl/%,$(wildcard mod_bank/bank_*.c))
 # httpd glue.
 MOD_SRC   := $(wildcard mod_bank/mod_bank*.c)
 CTL_SRC   := $(wildcard mod_bank/bankctl/*.c)
-HEADERS   := $(wildcard include/*.h mod_bank/bankctl/*.h)
+HEADERS   := $(wildcard include/*.h mod_bank/*.h mod_bank/bankctl/*.h)
 # Where make install puts things; bankctl finds its SQL files there unless BANK_SQL_DIR says.
 PREFIX    ?= /usr/local
 SQLDIR    := $(PREFIX)/share/mod_bank/sql
@@ -23,8 +23,13 @@ UNIT_SRC  := $(wildcard t/unit/test_*.c)
 UNIT_BIN  := $(patsubst t/unit/%.c,$(BUILD)/unit/%,$(UNIT_SRC))
 # The ceilings scripts/bench measures beside the endpoints (raw KDF, raw SQLite INSERT).
 BENCH_BIN := $(patsubst t/bench/%.c,$(BUILD)/bench/%,$(wildcard t/bench/*.c))
+# libFuzzer harnesses (t/fuzz/fuzz_*.c), each run for FUZZ_SECONDS by `make fuzz`.
+FUZZ_CC   ?= clang
+FUZZ_SECONDS ?= 30
+FUZZ_SRC  := $(wildcard t/fuzz/fuzz_*.c)
+FUZZ_BIN  := $(patsubst t/fuzz/%.c,$(BUILD)/fuzz/%,$(FUZZ_SRC))
 
-.PHONY: all deps build run start stop test unit itest format lint clean bench memcheck install
+.PHONY: all deps build run start stop test unit itest fuzz format lint clean bench memcheck install
 all: build
 
 deps:
@@ -58,6 +63,19 @@ $(BUILD)/bench/%: t/bench/%.c $(CORE_SRC) $(HEADERS)
 # C unit tests of the pure code, under AddressSanitizer and UBSan.
 unit: $(UNIT_BIN)
 	@./scripts/run-unit $(UNIT_BIN)
+
+# UB aborts (no recovery) so that libFuzzer keeps the input; the fuzz build mode lowers the
+# password cost ceilings (mod_bank/bank_password.c).
+$(BUILD)/fuzz/%: t/fuzz/%.c t/fuzz/fuzz.h $(CORE_SRC) $(HEADERS)
+	@mkdir -p $(BUILD)/fuzz
+	$(FUZZ_CC) -O1 -g $(WARN) -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined \
+	    -fno-omit-frame-pointer -DFUZZING_BUILD_MODE_UNSAFE_FOR_PRODUCTION -Iinclude -It/fuzz \
+	    $(APR_INC) -o $@ $< $(CORE_SRC) -lapr-1 -laprutil-1 $(LIBS)
+
+# Each harness for FUZZ_SECONDS from the committed seeds (t/fuzz/corpus, read-only); fails on
+# any crash, leak, UB or timeout. Findings go to build/fuzz/crashes/ (docs/operations.md).
+fuzz: $(FUZZ_BIN)
+	@FUZZ_SECONDS=$(FUZZ_SECONDS) ./scripts/run-fuzz $(FUZZ_BIN)
 
 # The Apache::Test suite against a real httpd with the built module.
 itest: build $(BUILD)/unit/test_db_pg $(BUILD)/unit/test_onboard $(BUILD)/unit/test_sign_in \
@@ -95,14 +113,16 @@ install: build
 	install -m 644 conf/bank.conf $(DESTDIR)/etc/apache2/mod_bank/bank.conf
 
 format:
-	clang-format -i mod_bank/*.c mod_bank/bankctl/*.c include/*.h t/unit/*.c t/unit/*.h t/bench/*.c
+	clang-format -i mod_bank/*.c mod_bank/*.h mod_bank/bankctl/*.[ch] include/*.h t/unit/*.c t/unit/*.h t/fuzz/*.c \
+	    t/fuzz/*.h t/bench/*.c
 
 # cppcheck, clang-format and shellcheck (every script, warnings and notes alike).
 lint:
 	cppcheck --quiet --error-exitcode=1 --enable=warning,performance,portability \
-	    --inline-suppr --suppress=missingIncludeSystem -Iinclude -DLINUX -D_REENTRANT \
-	    -D_GNU_SOURCE mod_bank/
-	clang-format --dry-run --Werror mod_bank/*.c mod_bank/bankctl/*.c include/*.h t/unit/*.c t/unit/*.h t/bench/*.c
+	    --inline-suppr --suppress=missingIncludeSystem -Iinclude -It/fuzz -DLINUX -D_REENTRANT \
+	    -D_GNU_SOURCE mod_bank/ t/fuzz/
+	clang-format --dry-run --Werror mod_bank/*.c mod_bank/*.h mod_bank/bankctl/*.[ch] include/*.h t/unit/*.c \
+	    t/unit/*.h t/fuzz/*.c t/fuzz/*.h t/bench/*.c
 	shellcheck scripts/* .ci/run
 
 clean:

@@ -75,6 +75,16 @@ int bank_db_conn_lost(const bank_db_t *db);
 /* 1 between bank_db_begin and bank_db_end. */
 int bank_db_in_txn(const bank_db_t *db);
 
+/* SQLite opens a file it cannot write read-only, without an error, and keeps it so: 1 once a
+ * write was refused as read-only on this handle. */
+int bank_db_read_only(const bank_db_t *db);
+/* Whether a write succeeds on an SQLite handle (one that is rolled back: BEGIN IMMEDIATE
+ * alone succeeds on a read-only connection; writing the header's user_version does not),
+ * under the process's writer lock. */
+int bank_db_writable(bank_db_t *db, apr_dbd_t *handle);
+/* Puts a new connection and its statements in place of the handle's (not read-only). */
+void bank_db_replace(bank_db_t *db, apr_dbd_t *handle, apr_hash_t *prepared);
+
 /* A driver's error text fit for a log or a terminal: its first line only, since
  * PostgreSQL's DETAIL line quotes key values (a BVN, an e-mail); a fixed text for NULL. */
 const char *bank_db_error_line(apr_pool_t *p, const char *msg);
@@ -111,5 +121,7 @@ const char *bank_db_prepare(bank_db_t *db, const char *label, const char *sql, i
 /* The session settings mod_bank needs on a PostgreSQL connection, whatever the server's or
  * role's defaults: ISO dates (bank_time_parse reads them in any TimeZone) and UTF-8. */
 #define BANK_PG_SESSION_SQL "SET DateStyle = 'ISO'; SET client_encoding = 'UTF8'"
+/* SQLite enforces foreign keys only when each connection asks for it. */
+#define BANK_SQLITE_SESSION_SQL "PRAGMA foreign_keys = ON"
 
 #endif

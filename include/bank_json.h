@@ -21,6 +21,9 @@ json_object *bank_json_parse(apr_pool_t *p, const char *buf, apr_size_t len, con
 /* The same, for a request body: the value must be an object (NULL and *why otherwise). */
 json_object *bank_json_parse_object(apr_pool_t *p, const char *buf, apr_size_t len,
                                     const char **why);
+/* 1 if o is, or holds, an integer at an end of json-c's range (-9223372036854775808 or
+ * 18446744073709551615): json-c gives those for any integer literal beyond 64 bits. */
+int bank_json_int_saturated(json_object *o);
 /* Compact JSON text, allocated in p. */
 const char *bank_json_text(apr_pool_t *p, json_object *o);
 /* A JSON string, or JSON null for NULL (json_object_new_string(NULL) would crash). */

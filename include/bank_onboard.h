@@ -8,6 +8,7 @@
 #include <apr_pools.h>
 #include "bank_db.h"
 #include "bank_store.h"
+#include "bank_throttle.h"
 
 /* A new referral code is drawn this many times when the last one was taken. */
 #define BANK_ONBOARD_ATTEMPTS 3
@@ -40,9 +41,13 @@ typedef struct {
     /* in */
     const char *customer_id;
     const char *bvn;
+    int attempts;       /* record mismatches allowed per window (BankBvnThrottle) */
+    apr_int64_t window; /* seconds */
     /* out */
     bank_onboard_verdict verdict;
     bank_record_verdict record; /* BANK_RECORD_OK unless the record check refused */
+    int throttled;              /* the customer's mismatches reached the limit: 429 */
+    bank_count_t count;         /* the customer's counter (remaining after a mismatch) */
     bank_customer_t customer;   /* unless NO_CUSTOMER */
     bank_account_t account;     /* DONE */
     const char *owner;          /* TAKEN: who holds the BVN */
@@ -57,10 +62,13 @@ typedef struct {
 bank_db_rc bank_onboard_state(bank_db_t *db, bank_onboard_t *st);
 
 /* The whole rule: the state; for a customer who is not gone or verified with another BVN,
- * the identity record (st->record, the date of birth given as YYYY-MM-DD); then, for a
- * BVN that is free, the account opened in one transaction, retried when a referral code was
- * taken, and the state read again (another request may have won). BANK_DB_OK with the
- * settled verdict; on a failure, what failed and st->failed_at. */
+ * the customer's mismatch counter (past the limit every attempt is refused, right or
+ * wrong: st->throttled) and the identity record (st->record, the date of birth given as
+ * YYYY-MM-DD; a mismatch is counted); a match clears the counter (a taken BVN leaves it),
+ * throttled if the limit was reached meanwhile; then, for a BVN that is free, the account
+ * opened in one transaction, retried when a referral code was taken, and the state read
+ * again (another request may have won). BANK_DB_OK with the settled verdict; on a failure,
+ * what failed and st->failed_at. */
 bank_db_rc bank_onboard(bank_db_t *db, bank_onboard_t *st, const char *dob,
                         const bank_onboard_bank_t *bank);
 

@@ -1,7 +1,8 @@
 /* Sign-in as a rule of the core (docs/api.md, POST /auth/sign_in): the throttle per
- * (lower-cased e-mail, client IP), password verification with no timing oracle, and a new
- * token, the device and the cleared throttle in one transaction. At most `attempts` answers
- * per window say "wrong", however many requests run at once, on any number of servers.
+ * (lower-cased e-mail, client IP) and the budget of the client IP whatever the e-mail,
+ * password verification with no timing oracle, and a new token, the device and the cleared
+ * throttle in one transaction. At most `attempts` answers per window say "wrong", however
+ * many requests run at once, on any number of servers.
  * Returns a verdict for the caller to answer; needs only a database handle. No httpd. */
 #ifndef BANK_SIGN_IN_H
 #define BANK_SIGN_IN_H
@@ -10,6 +11,7 @@
 #include <apr_time.h>
 #include "bank_db.h"
 #include "bank_store.h"
+#include "bank_throttle.h"
 
 /* Tokens issued by sign-in may do everything; narrower ones come from bankctl token issue. */
 #define BANK_SIGN_IN_ABILITIES "[\"*\"]"
@@ -24,8 +26,10 @@ typedef struct {
     const char *password;
     const char *device;
     const char *ip;
-    int attempts;         /* failures allowed per window (BankSignInThrottle) */
-    apr_int64_t window;   /* seconds */
+    int attempts;       /* failures allowed per window (BankSignInThrottle) */
+    apr_int64_t window; /* seconds */
+    int addr_attempts;  /* failures of the IP, any e-mail (BankSignInAddressThrottle) */
+    apr_int64_t addr_window;
     apr_int64_t lifetime; /* of the token, seconds (BankTokenLifetime) */
     apr_time_t now;
     bank_sign_in_runner_fn run; /* NULL: verify on the calling thread */
@@ -39,6 +43,8 @@ typedef enum {
     BANK_SIGN_IN_OVER,      /* wrong, counted beyond the limit */
     BANK_SIGN_IN_FLOODED,   /* right password, but the limit was reached meanwhile (failures
                                counted by requests at the same moment): nothing issued */
+    BANK_SIGN_IN_ADDRESS,   /* the client IP's budget is spent (right or wrong, not verified
+                               or nothing issued); `address` says more */
     BANK_SIGN_IN_BUSY       /* no room to verify a password now (run refused): nothing
                                verified, nothing counted */
 } bank_sign_in_verdict;
@@ -49,7 +55,10 @@ typedef struct {
     int malformed_hash;       /* the customer's stored hash is in no format read here */
     apr_int64_t failures;     /* the count that decided it */
     int remaining;            /* REFUSED: failures left in the window */
-    apr_int64_t retry_after;  /* THROTTLED, OVER, FLOODED: seconds, 1 to the window */
+    int limit;                /* THROTTLED, OVER, FLOODED, ADDRESS: the limit reached */
+    apr_int64_t retry_after;  /* THROTTLED, OVER, FLOODED, ADDRESS: seconds, 1 to the window */
+    bank_count_t address;     /* ADDRESS: the IP's counter */
+    int prune_failed;         /* the best-effort prune of expired rows failed */
     bank_customer_t customer; /* OK; malformed_hash: its id */
     const char *token;        /* OK: the plaintext token, its id and expiry */
     const char *token_id;
@@ -58,14 +67,5 @@ typedef struct {
 } bank_sign_in_result_t;
 
 bank_db_rc bank_sign_in(bank_db_t *db, const bank_sign_in_t *in, bank_sign_in_result_t *out);
-
-/* Best effort, after the answer's work: drops throttle rows long expired, so e-mail
- * addresses that never sign in do not pile up. */
-bank_db_rc bank_sign_in_prune(bank_db_t *db, const bank_sign_in_t *in);
-
-/* What is left of a window that started at window_start (as the database gives it) at
- * `now`: whole seconds rounded up, from 1 to the window (the window may have been started by
- * a request that began after this one, or on a server whose clock is ahead). */
-apr_int64_t bank_sign_in_retry_after(const char *window_start, apr_int64_t window, apr_time_t now);
 
 #endif

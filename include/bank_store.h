@@ -30,24 +30,32 @@ bank_db_rc bank_store_token_insert(bank_db_t *db, const char *customer_id, const
 /* Deletes every token of a customer; *count how many. */
 bank_db_rc bank_store_token_revoke_all(bank_db_t *db, const char *customer_id, int *count);
 
-/* Failures of one (lower-cased e-mail, client IP) within a window. */
+/* Failures within a window, counted in one of two tables of the same shape: per
+ * (lower-cased e-mail, client IP) for BankSignInThrottle, or per (scope, subject) for the
+ * shared counters of bank_throttle.c ("bvn" per customer, "address" per client IP). */
+typedef enum { BANK_COUNTS_SIGN_IN, BANK_COUNTS_SHARED } bank_counts_table;
+
 typedef struct {
     apr_int64_t failures;
     const char *window_start;
 } bank_throttle_t;
 
-/* The failures of the window that has not expired (window_start after cutoff). */
-bank_db_rc bank_store_throttle_get(bank_db_t *db, const char *email, const char *ip,
-                                   const char *cutoff, bank_throttle_t *out);
+/* a, b: the e-mail and the IP (SIGN_IN), the scope and the subject (SHARED). Timestamps
+ * as bank_time_iso gives them; a window that started before cutoff has expired. */
+/* The failures of the unexpired window (none: 0). */
+bank_db_rc bank_store_count_get(bank_db_t *db, bank_counts_table table, const char *a,
+                                const char *b, const char *cutoff, bank_throttle_t *out);
 /* Counts one failure atomically (a new window when the old one expired before cutoff). */
-bank_db_rc bank_store_throttle_fail(bank_db_t *db, const char *email, const char *ip,
-                                    const char *now, const char *cutoff, bank_throttle_t *out);
+bank_db_rc bank_store_count_fail(bank_db_t *db, bank_counts_table table, const char *a,
+                                 const char *b, const char *now, const char *cutoff,
+                                 bank_throttle_t *out);
 /* Clears the row and, in the same statement, reads what it held: its failures if the window
- * has not expired, else 0 (no row: failures 0, BANK_DB_OK). */
-bank_db_rc bank_store_throttle_clear(bank_db_t *db, const char *email, const char *ip,
-                                     const char *cutoff, bank_throttle_t *out);
-/* Drops rows whose window started before `before`. */
-bank_db_rc bank_store_throttle_prune(bank_db_t *db, const char *before);
+ * has not expired, else 0 (no row: 0). */
+bank_db_rc bank_store_count_clear(bank_db_t *db, bank_counts_table table, const char *a,
+                                  const char *b, const char *cutoff, bank_throttle_t *out);
+/* Drops the rows (of scope, SHARED) whose window started before `before`. */
+bank_db_rc bank_store_count_prune(bank_db_t *db, bank_counts_table table, const char *scope,
+                                  const char *before);
 bank_db_rc bank_store_device_upsert(bank_db_t *db, const char *customer_id, const char *device,
                                     const char *now);
 
@@ -67,7 +75,7 @@ typedef struct {
     const char *updated_at;
 } bank_customer_t;
 
-/* E-mail compared case-insensitively. */
+/* E-mail compared with ASCII letters folded, and nothing else (whatever the locale). */
 bank_db_rc bank_store_customer_by_email(bank_db_t *db, const char *email, bank_customer_t *out);
 /* id, email, password, names, phone, email_verified, created_at and updated_at of c. */
 bank_db_rc bank_store_customer_insert(bank_db_t *db, const bank_customer_t *c);

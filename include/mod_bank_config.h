@@ -19,6 +19,10 @@ typedef struct {
     apr_int64_t token_lifetime;          /* BankTokenLifetime, seconds */
     int throttle_attempts;               /* BankSignInThrottle */
     apr_int64_t throttle_window;         /* seconds */
+    int addr_attempts;                   /* BankSignInAddressThrottle */
+    apr_int64_t addr_window;             /* seconds */
+    int bvn_attempts;                    /* BankBvnThrottle */
+    apr_int64_t bvn_window;              /* seconds */
     apr_int64_t max_body;                /* BankMaxBody, bytes */
     apr_int64_t banks_max_age;           /* BankBanksMaxAge, seconds */
     const char *account_bank;            /* BankAccountBank */
@@ -41,6 +45,10 @@ bank_dir_conf *bank_conf(request_rec *r);
 apr_int64_t bank_conf_token_lifetime(const bank_dir_conf *c);
 int bank_conf_throttle_attempts(const bank_dir_conf *c);
 apr_int64_t bank_conf_throttle_window(const bank_dir_conf *c);
+int bank_conf_addr_attempts(const bank_dir_conf *c);
+apr_int64_t bank_conf_addr_window(const bank_dir_conf *c);
+int bank_conf_bvn_attempts(const bank_dir_conf *c);
+apr_int64_t bank_conf_bvn_window(const bank_dir_conf *c);
 apr_int64_t bank_conf_max_body(const bank_dir_conf *c);
 apr_int64_t bank_conf_banks_max_age(const bank_dir_conf *c);
 apr_int64_t bank_conf_token_cache(const bank_dir_conf *c);

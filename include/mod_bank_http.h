@@ -11,6 +11,7 @@
 
 /* Every error of docs/api.md, in one table so status, code and headers stay together. */
 typedef enum {
+    BANK_E_BAD_REQUEST,
     BANK_E_INVALID_JSON,
     BANK_E_INVALID_CREDENTIALS,
     BANK_E_UNAUTHORIZED_ACCESS,
@@ -18,6 +19,7 @@ typedef enum {
     BANK_E_FORBIDDEN,
     BANK_E_ROUTE_NOT_FOUND,
     BANK_E_METHOD_NOT_ALLOWED,
+    BANK_E_REQUEST_TIMEOUT,
     BANK_E_BVN_IN_USE,
     BANK_E_ALREADY_VERIFIED,
     BANK_E_PRECONDITION_FAILED,
@@ -42,6 +44,16 @@ int bank_error_validation(request_rec *r, const apr_array_header_t *errs);
 int bank_error_method(request_rec *r, const char *allow);
 /* 503 with Retry-After. */
 int bank_error_unavailable(request_rec *r, const char *message, int retry_after);
+
+/* X-RateLimit-Limit and X-RateLimit-Remaining (negative remaining shows as 0). */
+void bank_rate_headers(request_rec *r, int limit, int remaining);
+/* 429 of a client over a throttle: Retry-After (retry_after seconds, bank_throttle.h), the
+ * X-RateLimit headers and the message "Too many failed <what> attempts; try again in N
+ * seconds." */
+int bank_error_throttled(request_rec *r, int limit, apr_int64_t retry_after, const char *what);
+
+/* bank-error: the ErrorDocument target of the bank Locations. */
+int bank_error_document_handler(request_rec *r);
 
 /* Writes {"body": body[, "message": message]} with status 200 (body may be NULL -> null). */
 int bank_send_json(request_rec *r, int status, json_object *body, const char *message);

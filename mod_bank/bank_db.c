@@ -1,6 +1,6 @@
 /* The data layer's handle over apr_dbd (bank_db.h): statements by label with one retry after
- * a re-opened connection, rows read to the end and decoded by descriptor, transactions in
- * one place. Statements are prepared once per connection (mod_dbd does it for the module,
+ * a re-opened connection, rows read to the end and decoded by descriptor (transactions are
+ * in bank_db_txn.c). Statements are prepared once per connection (mod_dbd does it for the module,
  * bank_db_prepare_all for bankctl and the tests); no SQL text is ever built from input. */
 #include <string.h>
 #include <strings.h>
@@ -8,25 +8,7 @@
 #include <apr_tables.h>
 #include "bank_db.h"
 #include "bank_sql.h"
-
-struct bank_db_s {
-    const apr_dbd_driver_t *driver;
-    apr_dbd_t *handle;
-    apr_hash_t *prepared;       /* label -> apr_dbd_prepared_t * */
-    apr_pool_t *pool;           /* results and error texts */
-    apr_dbd_transaction_t *txn; /* the sqlite3 driver's; PostgreSQL's are plain statements */
-    int in_txn;                 /* between bank_db_begin and bank_db_end */
-    int txn_failed;  /* a statement failed inside the transaction: it can only roll back */
-    int txn_cleanup; /* the pool cleanup that rolls back a forgotten txn is registered */
-    const char *error;
-    bank_db_recover_fn recover;
-    void *recover_baton;
-    int conn_lost;
-    /* SQLite in a threaded server: the process's writer lock, else NULL; holding: this
-     * connection holds it. */
-    apr_thread_mutex_t *writer_lock;
-    int holding;
-};
+#include "bank_db_internal.h"
 
 /* ---- handles ---- */
 
@@ -165,6 +147,18 @@ int bank_db_in_txn(const bank_db_t *db)
     return db->in_txn;
 }
 
+int bank_db_read_only(const bank_db_t *db)
+{
+    return db->read_only;
+}
+
+void bank_db_replace(bank_db_t *db, apr_dbd_t *handle, apr_hash_t *prepared)
+{
+    db->handle = handle;
+    db->prepared = prepared;
+    db->read_only = 0;
+}
+
 const char *bank_db_error_line(apr_pool_t *p, const char *msg)
 {
     return msg ? apr_pstrndup(p, msg, strcspn(msg, "\r\n")) : "unknown database error";
@@ -181,9 +175,14 @@ bank_db_rc bank_db_fail(bank_db_t *db, const char *why)
 
 /* ---- statements ---- */
 
-static bank_db_rc classify(bank_db_t *db, int rv)
+bank_db_rc bank_db_classify(bank_db_t *db, int rv)
 {
     bank_db_fail(db, bank_db_error_line(db->pool, apr_dbd_error(db->driver, db->handle, rv)));
+    /* SQLITE_READONLY's own text: the driver's statements are prepared the legacy way, so
+     * a step that fails returns SQLITE_ERROR whatever the reason. */
+    if (!bank_db_is_pgsql(db) && strstr(db->error, "readonly database")) {
+        db->read_only = 1;
+    }
     /* SQLITE_BUSY (5) / SQLITE_LOCKED (6) after the driver's own retries and busy_timeout;
      * PostgreSQL reports lock and statement time-outs in the message text. */
     if ((!bank_db_is_pgsql(db) && (rv == 5 || rv == 6)) || strstr(db->error, "locked") ||
@@ -197,7 +196,7 @@ static bank_db_rc classify(bank_db_t *db, int rv)
  * outside a transaction (inside one, the transaction is gone with the connection), and only
  * when the module re-opened the connection: a FRESH one never ran the statement; after a
  * loss (RESTORED) a read or a BEGIN can be repeated, a write might have committed. */
-static int retry(bank_db_t *db, bank_db_rc rc, int read_only)
+int bank_db_retry(bank_db_t *db, bank_db_rc rc, int read_only)
 {
     bank_conn_state st;
 
@@ -225,7 +224,7 @@ static apr_dbd_prepared_t *lookup(bank_db_t *db, const char *label)
  * So within a process a transaction holds writer_lock from its BEGIN to its end, and a
  * statement outside one holds it while it runs: no thread waits on SQLite for a lock its own
  * process holds. Waits across processes stay SQLite's. No lock on PostgreSQL. */
-static int hold(bank_db_t *db)
+int bank_db_hold(bank_db_t *db)
 {
     if (!db->writer_lock || db->holding) {
         return 0;
@@ -235,12 +234,27 @@ static int hold(bank_db_t *db)
     return 1;
 }
 
-static void release(bank_db_t *db)
+void bank_db_release(bank_db_t *db)
 {
     if (db->holding) {
         db->holding = 0;
         apr_thread_mutex_unlock(db->writer_lock);
     }
+}
+
+int bank_db_writable(bank_db_t *db, apr_dbd_t *handle)
+{
+    int n = 0, ok, mine = bank_db_hold(db);
+
+    ok = apr_dbd_query(db->driver, handle, &n, "BEGIN IMMEDIATE") == 0;
+    if (ok) {
+        ok = apr_dbd_query(db->driver, handle, &n, "PRAGMA user_version = 0") == 0;
+        apr_dbd_query(db->driver, handle, &n, "ROLLBACK");
+    }
+    if (mine) {
+        bank_db_release(db);
+    }
+    return ok;
 }
 
 /* Whether the statement under label only reads (its text starts with SELECT). */
@@ -338,19 +352,21 @@ static bank_db_rc run_select(bank_db_t *db, const char *label, int nargs, const 
     }
     /* random=1: the pgsql driver reports SQL errors only in that mode. */
     rv = apr_dbd_pselect(db->driver, db->pool, db->handle, res, st, 1, nargs, (const char **)args);
-    if (rv != 0 && retry(db, classify(db, rv), is_select(label))) {
+    /* looked up again: recover may have replaced the connection and its statements */
+    if (rv != 0 && bank_db_retry(db, bank_db_classify(db, rv), is_select(label)) &&
+        (st = lookup(db, label)) != NULL) {
         *res = NULL;
         rv = apr_dbd_pselect(db->driver, db->pool, db->handle, res, st, 1, nargs,
                              (const char **)args);
     }
-    return rv == 0 ? BANK_DB_OK : classify(db, rv);
+    return rv == 0 ? BANK_DB_OK : bank_db_classify(db, rv);
 }
 
 bank_db_rc bank_db_rows(bank_db_t *db, const char *label, int nargs, const char *const *args,
                         const bank_col_t *cols, apr_size_t size, apr_array_header_t **out)
 {
     apr_dbd_results_t *res = NULL;
-    int mine = hold(db); /* no-op inside a transaction, which holds it already */
+    int mine = bank_db_hold(db); /* no-op inside a transaction, which holds it already */
     bank_db_rc rc = run_select(db, label, nargs, args, &res);
 
     *out = apr_array_make(db->pool, 8, (int)size);
@@ -358,7 +374,7 @@ bank_db_rc bank_db_rows(bank_db_t *db, const char *label, int nargs, const char 
         rc = read_rows(db, label, res, cols, size, *out, NULL);
     }
     if (mine) {
-        release(db);
+        bank_db_release(db);
     }
     return rc;
 }
@@ -389,18 +405,19 @@ bank_db_rc bank_db_exec(bank_db_t *db, const char *label, int *affected, int nar
     if (!st) {
         return BANK_DB_NO_STMT;
     }
-    mine = hold(db);
+    mine = bank_db_hold(db);
     rv = apr_dbd_pquery(db->driver, db->pool, db->handle, &n, st, nargs, (const char **)args);
-    if (rv != 0 && retry(db, classify(db, rv), 0)) {
+    if (rv != 0 && bank_db_retry(db, bank_db_classify(db, rv), 0) &&
+        (st = lookup(db, label)) != NULL) {
         rv = apr_dbd_pquery(db->driver, db->pool, db->handle, &n, st, nargs, (const char **)args);
     }
     if (mine) {
-        release(db);
+        bank_db_release(db);
     }
     if (affected) {
         *affected = n;
     }
-    return rv == 0 ? BANK_DB_OK : classify(db, rv);
+    return rv == 0 ? BANK_DB_OK : bank_db_classify(db, rv);
 }
 
 /* ---- bookkeeping SQL ---- */
@@ -428,145 +445,4 @@ int bank_db_query_value(bank_db_t *db, const char *sql, const char **value)
     }
     read_rows(db, sql, res, NULL, 0, NULL, value);
     return 0;
-}
-
-/* ---- transactions ---- */
-
-/* A transaction still open when its pool goes away (an early return between begin and
- * end) is rolled back, so the pooled connection never goes back to mod_dbd inside one.
- * Registered after mod_dbd's release cleanup, so it runs before it. */
-static apr_status_t rollback_open_txn(void *data)
-{
-    bank_db_t *db = data;
-    if (db->in_txn) {
-        bank_db_end(db, 0);
-    }
-    return APR_SUCCESS;
-}
-
-/* PostgreSQL transactions are plain statements: apr-util 1.6's pgsql transaction_start
- * dereferences a NULL transaction when BEGIN fails with a result, as it does on a connection
- * the server closed (a restart), which would crash the httpd child. The same round trip
- * counts the session's prepared statements: none means libpq re-opened the connection under
- * mod_dbd, and the module repairs it before the transaction (inside one, every prepared
- * statement would fail). */
-static bank_db_rc pg_begin(bank_db_t *db, int *fresh)
-{
-    const char *count = NULL;
-    bank_db_rc rc;
-    int n = 0,
-        rv = bank_db_query_value(db, "BEGIN; SELECT count(*) FROM pg_prepared_statements", &count);
-
-    if (rv != 0) {
-        rc = classify(db, rv);
-        /* never leave a half-begun transaction on the connection (fails fast if lost) */
-        apr_dbd_query(db->driver, db->handle, &n, "ROLLBACK");
-        return rc;
-    }
-    *fresh = count && strcmp(count, "0") == 0;
-    return BANK_DB_OK;
-}
-
-static int pg_end(bank_db_t *db, const char *sql)
-{
-    int n = 0;
-    return apr_dbd_query(db->driver, db->handle, &n, sql);
-}
-
-/* The sqlite3 driver's BEGIN, under the writer lock until bank_db_end. */
-static bank_db_rc sqlite_begin(bank_db_t *db)
-{
-    bank_db_rc rc;
-    int rv;
-
-    hold(db);
-    if ((rv = apr_dbd_transaction_start(db->driver, db->pool, db->handle, &db->txn)) == 0) {
-        return BANK_DB_OK;
-    }
-    rc = classify(db, rv);
-    /* the driver keeps a failed BEGIN's transaction on the handle: end it, or every later
-     * statement on this pooled connection would report the same error */
-    if (db->txn) {
-        apr_dbd_transaction_mode_set(db->driver, db->txn, APR_DBD_TRANSACTION_ROLLBACK);
-        apr_dbd_transaction_end(db->driver, db->pool, db->txn);
-        db->txn = NULL;
-    }
-    release(db);
-    return rc;
-}
-
-bank_db_rc bank_db_begin(bank_db_t *db)
-{
-    bank_db_rc rc;
-    int fresh = 0;
-
-    db->txn = NULL; /* the driver allocates it; a stale pointer would be reused */
-    db->txn_failed = 0;
-    db->in_txn = 0;
-    if (!bank_db_is_pgsql(db)) {
-        rc = sqlite_begin(db);
-    } else {
-        rc = pg_begin(db, &fresh);
-        if (retry(db, rc, 1)) {
-            rc = pg_begin(db, &fresh);
-        } else if (rc == BANK_DB_OK && fresh && db->recover) {
-            pg_end(db, "ROLLBACK");
-            bank_db_recover(db);
-            rc = pg_begin(db, &fresh);
-        }
-    }
-    if (rc != BANK_DB_OK) {
-        return rc;
-    }
-    db->in_txn = 1;
-    if (!db->txn_cleanup) {
-        /* A pre-cleanup: with DBDPersist Off the connection lives in a subpool of r->pool,
-         * destroyed before r->pool's own cleanups run. */
-        apr_pool_pre_cleanup_register(db->pool, db, rollback_open_txn);
-        db->txn_cleanup = 1;
-    }
-    return BANK_DB_OK;
-}
-
-bank_db_rc bank_db_end(bank_db_t *db, int commit)
-{
-    int failed = db->txn_failed, rv;
-
-    if (!db->in_txn) {
-        return BANK_DB_ERROR;
-    }
-    if (bank_db_is_pgsql(db)) {
-        rv = pg_end(db, commit && !failed ? "COMMIT" : "ROLLBACK");
-    } else {
-        if (!commit || failed) {
-            apr_dbd_transaction_mode_set(db->driver, db->txn, APR_DBD_TRANSACTION_ROLLBACK);
-        }
-        rv = apr_dbd_transaction_end(db->driver, db->pool, db->txn);
-    }
-    db->txn = NULL;
-    db->in_txn = 0;
-    db->txn_failed = 0;
-    release(db);
-    if (rv != 0) {
-        return classify(db, rv);
-    }
-    return failed && commit ? BANK_DB_ERROR : BANK_DB_OK;
-}
-
-bank_db_rc bank_db_transaction(bank_db_t *db, bank_db_txn_fn fn, void *baton)
-{
-    bank_db_rc rc = bank_db_begin(db);
-    const char *err;
-
-    if (rc != BANK_DB_OK) {
-        return rc;
-    }
-    rc = fn(db, baton);
-    if (rc == BANK_DB_OK) {
-        return bank_db_end(db, 1);
-    }
-    err = db->error;
-    bank_db_end(db, 0);
-    db->error = err; /* the cause, not the rollback's echo of it */
-    return rc == BANK_DB_ROLLBACK ? BANK_DB_OK : rc;
 }

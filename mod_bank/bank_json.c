@@ -1,5 +1,6 @@
 /* JSON parsing and ownership over json-c, for request bodies and answers. */
 #include <math.h>
+#include <stdint.h>
 #include <string.h>
 #include <apr_strings.h>
 #include "bank_json.h"
@@ -11,10 +12,15 @@ static apr_status_t put_json(void *o)
     return APR_SUCCESS;
 }
 
+#define NOT_UTF8_JSON "The request body is not valid UTF-8 JSON text."
+
 /* RFC 3629 UTF-8 (no overlong forms, no surrogates, nothing above U+10FFFF), no control
  * bytes inside strings, only JSON's white space between tokens, and no single-quoted
- * strings: json-c's strict mode lets each of these through. */
-static int text_ok(const unsigned char *s, apr_size_t len)
+ * strings: json-c's strict mode lets each of these through. Nor an escaped NUL (\u0000),
+ * which would cut a key or a value short in C; found by the escape state, so an escaped
+ * backslash followed by the text u0000 ("\\u0000") is the legal string it is.
+ * NULL if the text passes, else why not. */
+static const char *text_problem(const unsigned char *s, apr_size_t len)
 {
     apr_size_t i = 0;
     int in_string = 0, escaped = 0;
@@ -27,17 +33,20 @@ static int text_ok(const unsigned char *s, apr_size_t len)
         if (c < 0x80) {
             if (in_string) {
                 if (c < 0x20) {
-                    return 0;
+                    return NOT_UTF8_JSON;
                 }
                 if (escaped) {
                     escaped = 0;
+                    if (c == 'u' && len - i > 4 && !memcmp(s + i + 1, "0000", 4)) {
+                        return "The request body must not contain NUL characters.";
+                    }
                 } else if (c == '\\') {
                     escaped = 1;
                 } else if (c == '"') {
                     in_string = 0;
                 }
             } else if ((c < 0x20 && c != '\t' && c != '\n' && c != '\r') || c == '\'') {
-                return 0;
+                return NOT_UTF8_JSON;
             } else if (c == '"') {
                 in_string = 1;
             }
@@ -45,7 +54,7 @@ static int text_ok(const unsigned char *s, apr_size_t len)
             continue;
         }
         if (!in_string) {
-            return 0; /* non-ASCII bytes only inside strings */
+            return NOT_UTF8_JSON; /* non-ASCII bytes only inside strings */
         }
         if (c >= 0xC2 && c <= 0xDF) {
             n = 1, cp = c & 0x1F, min = 0x80;
@@ -54,53 +63,75 @@ static int text_ok(const unsigned char *s, apr_size_t len)
         } else if (c >= 0xF0 && c <= 0xF4) {
             n = 3, cp = c & 0x07, min = 0x10000;
         } else {
-            return 0;
+            return NOT_UTF8_JSON;
         }
         if (len - i <= n) {
-            return 0;
+            return NOT_UTF8_JSON;
         }
         for (k = 1; k <= n; k++) {
             if ((s[i + k] & 0xC0) != 0x80) {
-                return 0;
+                return NOT_UTF8_JSON;
             }
             cp = (cp << 6) | (s[i + k] & 0x3F);
         }
         if (cp < min || cp > 0x10FFFF || (cp >= 0xD800 && cp <= 0xDFFF)) {
-            return 0;
+            return NOT_UTF8_JSON;
         }
         i += n + 1;
     }
-    return 1;
+    return NULL;
 }
 
-/* NaN, Infinity and numbers beyond a double's range parse in json-c, but are not JSON. */
-static int numbers_finite(json_object *o)
+/* 1 if pred holds for o or for any value inside it. */
+static int any_value(json_object *o, int (*pred)(json_object *))
 {
+    if (pred(o)) {
+        return 1;
+    }
     switch (json_object_get_type(o)) {
-    case json_type_double:
-        return isfinite(json_object_get_double(o));
     case json_type_object: {
         json_object_object_foreach(o, key, val)
         {
             (void)key;
-            if (!numbers_finite(val)) {
-                return 0;
+            if (val && any_value(val, pred)) {
+                return 1;
             }
         }
-        return 1;
+        return 0;
     }
     case json_type_array: {
         size_t i, n = json_object_array_length(o);
         for (i = 0; i < n; i++) {
-            if (!numbers_finite(json_object_array_get_idx(o, i))) {
-                return 0;
+            json_object *v = json_object_array_get_idx(o, i);
+            if (v && any_value(v, pred)) {
+                return 1;
             }
         }
-        return 1;
+        return 0;
     }
     default:
-        return 1;
+        return 0;
     }
+}
+
+/* NaN, Infinity and numbers beyond a double's range parse in json-c, but are not JSON. */
+static int not_finite(json_object *o)
+{
+    return json_object_is_type(o, json_type_double) && !isfinite(json_object_get_double(o));
+}
+
+/* json-c stores an integer literal beyond 64 bits as the nearest end of its range, so
+ * 1e30 written out in digits reads back as 18446744073709551615: a value at either end
+ * cannot be told from one beyond it. */
+static int int_saturated(json_object *o)
+{
+    return json_object_is_type(o, json_type_int) &&
+           (json_object_get_uint64(o) == UINT64_MAX || json_object_get_int64(o) == INT64_MIN);
+}
+
+int bank_json_int_saturated(json_object *o)
+{
+    return o && any_value(o, int_saturated);
 }
 
 json_object *bank_json_own(apr_pool_t *p, json_object *o)
@@ -122,13 +153,7 @@ static json_object *parse(apr_pool_t *p, const char *buf, apr_size_t len, int wa
     apr_size_t off;
 
     *why = NULL;
-    if (!text_ok((const unsigned char *)buf, len)) {
-        *why = "The request body is not valid UTF-8 JSON text.";
-        return NULL;
-    }
-    /* An escaped NUL would cut a key or a value short in C: refuse it outright. */
-    if (len >= 6 && memmem(buf, len, "\\u0000", 6)) {
-        *why = "The request body must not contain NUL characters.";
+    if ((*why = text_problem((const unsigned char *)buf, len)) != NULL) {
         return NULL;
     }
 
@@ -171,7 +196,7 @@ static json_object *parse(apr_pool_t *p, const char *buf, apr_size_t len, int wa
         *why = "The request body must be a JSON object.";
         return NULL;
     }
-    if (!numbers_finite(o)) {
+    if (o && any_value(o, not_finite)) {
         *why = "The request body holds a number JSON cannot represent.";
         return NULL;
     }

@@ -66,12 +66,22 @@ static const char *integer(apr_array_header_t *errs, json_object *v, const char 
     return apr_psprintf(errs->pool, "%" APR_INT64_T_FMT, n);
 }
 
+/* An integer literal beyond 64 bits: json-c kept only the end of its range, not the value
+ * sent, so storing it would record a number the partner never sent. */
+static const char *beyond_64_bits(apr_array_header_t *errs, const char *path)
+{
+    return fail(errs, path, "range", "The %s field holds an integer beyond 64 bits");
+}
+
 /* A non-negative JSON number (integer or not), as its text: json-c keeps the text of a
  * parsed double, so 12.50 stays 12.50. (The parser has refused numbers beyond a double.) */
 static const char *number(apr_array_header_t *errs, json_object *v, const char *path)
 {
     if (!json_object_is_type(v, json_type_int) && !json_object_is_type(v, json_type_double)) {
         return fail(errs, path, "number", "The %s field must be a number");
+    }
+    if (bank_json_int_saturated(v)) {
+        return beyond_64_bits(errs, path);
     }
     if (json_object_get_double(v) < 0) {
         return fail(errs, path, "min", "The %s field must be at least 0");
@@ -106,7 +116,8 @@ static void read_field(apr_array_header_t *errs, json_object *data, int i, int f
         *out = number(errs, v, path);
         break;
     case F_ANY:
-        *out = bank_json_text(errs->pool, v);
+        *out =
+            bank_json_int_saturated(v) ? beyond_64_bits(errs, path) : bank_json_text(errs->pool, v);
         break;
     }
 }

@@ -181,13 +181,30 @@ static bank_db_rc open_account(bank_db_t *db, bank_onboard_t *st, const bank_onb
     return rc;
 }
 
+/* The record matched: a success clears the customer's count, a taken BVN leaves it; either
+ * way, if the limit was reached meanwhile (wrong attempts at the same moment), throttled: a
+ * right answer hidden in a flood of wrong ones is not revealed. */
+static bank_db_rc settle_count(bank_db_t *db, bank_onboard_t *st, const bank_counter_t *c)
+{
+    bank_db_rc rc;
+
+    st->failed_at = "throttle clear";
+    rc = st->verdict == BANK_ONBOARD_TAKEN ? bank_counter_check(db, c, &st->count)
+                                           : bank_counter_clear(db, c, &st->count);
+    st->throttled = rc == BANK_DB_OK && st->count.over;
+    return rc;
+}
+
 bank_db_rc bank_onboard(bank_db_t *db, bank_onboard_t *st, const char *dob,
                         const bank_onboard_bank_t *bank)
 {
     const char *account_name = NULL;
+    bank_counter_t counter = {BANK_COUNTS_SHARED, "bvn",      st->customer_id,
+                              st->attempts,       st->window, apr_time_now()};
     bank_db_rc rc;
 
     st->record = BANK_RECORD_OK;
+    st->throttled = 0;
     st->opening = st->opened = st->retries = 0;
     st->failed_at = "customer lookup";
     if ((rc = bank_onboard_state(db, st)) != BANK_DB_OK) {
@@ -198,9 +215,23 @@ bank_db_rc bank_onboard(bank_db_t *db, bank_onboard_t *st, const char *dob,
     if (st->verdict == BANK_ONBOARD_NO_CUSTOMER || st->verdict == BANK_ONBOARD_OTHER) {
         return BANK_DB_OK;
     }
+    /* Past BankBvnThrottle every attempt is refused, right or wrong. */
+    st->failed_at = "throttle lookup";
+    if ((rc = bank_counter_check(db, &counter, &st->count)) != BANK_DB_OK || st->count.over) {
+        st->throttled = rc == BANK_DB_OK;
+        return rc;
+    }
     st->failed_at = "BVN record lookup";
-    if ((rc = check_record(db, st, dob, &account_name)) != BANK_DB_OK ||
-        st->record != BANK_RECORD_OK) {
+    if ((rc = check_record(db, st, dob, &account_name)) != BANK_DB_OK) {
+        return rc;
+    }
+    if (st->record != BANK_RECORD_OK) {
+        st->failed_at = "throttle count";
+        rc = bank_counter_fail(db, &counter, &st->count);
+        st->throttled = rc == BANK_DB_OK && st->count.over;
+        return rc;
+    }
+    if ((rc = settle_count(db, st, &counter)) != BANK_DB_OK || st->throttled) {
         return rc;
     }
     st->failed_at = NULL;

@@ -27,8 +27,14 @@
 #define SCRYPT_MAX_P 16
 #define SCRYPT_MAX_MEM (32UL * 1024 * 1024) /* AdonisJS's own maxmem default */
 /* Work per verification at most 4x the default (n*r*p = 131072): a stored hash must not
- * let one sign-in hold a worker for seconds. */
+ * let one sign-in hold a worker for seconds. The fuzz build (t/fuzz, `make fuzz`) lowers this
+ * ceiling and bcrypt's so that each of its runs costs milliseconds: the same checks, smaller
+ * numbers. */
+#ifdef FUZZING_BUILD_MODE_UNSAFE_FOR_PRODUCTION
+#define SCRYPT_MAX_WORK (1024UL * 8)
+#else
 #define SCRYPT_MAX_WORK (4UL * 16384 * 8)
+#endif
 #define SCRYPT_MIN_SALT 8
 #define SCRYPT_MAX_SALT 1024
 #define SCRYPT_MIN_KEY 64
@@ -36,7 +42,11 @@
 
 /* htpasswd's ceiling; beyond it one verification takes tens of seconds. */
 #define BCRYPT_MIN_COST 4
+#ifdef FUZZING_BUILD_MODE_UNSAFE_FOR_PRODUCTION
+#define BCRYPT_MAX_COST 5
+#else
 #define BCRYPT_MAX_COST 14 /* about 1 s here; AdonisJS's default is 10 */
+#endif
 #define BCRYPT_SALT_LEN 16
 #define BCRYPT_HASH_LEN 23
 

@@ -8,39 +8,26 @@
 #include "bank_time.h"
 #include "bank_token.h"
 
-/* Expired throttle rows are pruned once they are older than this and than the window. */
-#define THROTTLE_KEEP apr_time_from_sec(86400)
-
 typedef struct {
     bank_db_t *db;
     apr_pool_t *pool;
     const bank_sign_in_t *in;
     bank_sign_in_result_t *out;
-    const char *email_lc; /* throttle key */
     const char *now;
-    const char *cutoff; /* now - window: rows older than this have expired */
-    bank_throttle_t cleared;
+    bank_counter_t email;   /* BankSignInThrottle: this e-mail from this IP */
+    bank_counter_t address; /* BankSignInAddressThrottle: this IP, any e-mail */
+    bank_count_t cleared;   /* what the success cleared of the e-mail's count */
 } flow_t;
 
-apr_int64_t bank_sign_in_retry_after(const char *window_start, apr_int64_t window, apr_time_t now)
-{
-    apr_time_t start;
-    apr_int64_t wait;
-
-    if (bank_time_parse(window_start, &start) != 0) {
-        start = now;
-    }
-    wait = (start + apr_time_from_sec(window) - now + APR_USEC_PER_SEC - 1) / APR_USEC_PER_SEC;
-    return wait < 1 ? 1 : wait > window ? window : wait;
-}
-
-/* The verdict of a client over the limit, the same whichever check found it (so it never
- * tells a right password from a wrong one). */
-static bank_db_rc over(flow_t *f, bank_sign_in_verdict v, const bank_throttle_t *t)
+/* A verdict of a client over a limit, the same whichever check found it (so it never tells
+ * a right password from a wrong one). */
+static bank_db_rc over(flow_t *f, bank_sign_in_verdict v, const bank_counter_t *c,
+                       const bank_count_t *n)
 {
     f->out->verdict = v;
-    f->out->failures = t->failures;
-    f->out->retry_after = bank_sign_in_retry_after(t->window_start, f->in->window, apr_time_now());
+    f->out->failures = n->failures;
+    f->out->limit = c->attempts;
+    f->out->retry_after = n->retry_after;
     return BANK_DB_OK;
 }
 
@@ -87,30 +74,39 @@ static int password_ok(flow_t *f, int known)
 
 /* Counts the failure (one atomic upsert, shared by every process): REFUSED if it is one of
  * the window's attempts, OVER beyond. Requests that passed the first check at the same
- * moment are verified, but at most `attempts` answers per window say "wrong". */
+ * moment are verified, but at most `attempts` answers per window say "wrong". The same for
+ * the IP's own count, whatever the e-mail. Each count prunes rows long expired. */
 static bank_db_rc refuse(flow_t *f)
 {
-    bank_throttle_t t;
+    bank_count_t n;
     bank_db_rc rc;
 
     f->out->failed_at = "sign-in failure count";
-    if ((rc = bank_store_throttle_fail(f->db, f->email_lc, f->in->ip, f->now, f->cutoff, &t)) !=
-        BANK_DB_OK) {
+    if ((rc = bank_counter_fail(f->db, &f->email, &n)) != BANK_DB_OK) {
         return rc;
     }
-    if (t.failures > f->in->attempts) {
-        return over(f, BANK_SIGN_IN_OVER, &t);
+    f->out->failed_at = "throttle count";
+    if ((rc = bank_counter_fail(f->db, &f->address, &f->out->address)) != BANK_DB_OK) {
+        return rc;
+    }
+    f->out->prune_failed = n.prune_failed || f->out->address.prune_failed;
+    if (f->out->address.over) {
+        return over(f, BANK_SIGN_IN_ADDRESS, &f->address, &f->out->address);
+    }
+    if (n.over) {
+        return over(f, BANK_SIGN_IN_OVER, &f->email, &n);
     }
     f->out->verdict = BANK_SIGN_IN_REFUSED;
-    f->out->failures = t.failures;
-    f->out->remaining = f->in->attempts - (int)t.failures;
+    f->out->failures = n.failures;
+    f->out->remaining = n.remaining;
     return BANK_DB_OK;
 }
 
 /* Inside the transaction: token, device, cleared throttle. The failures the clear removes
  * are read at the end, before the commit: if the limit was reached while this password was
  * verified, nothing is issued (rolled back), so a right password hidden in a flood of wrong
- * ones is not revealed. */
+ * ones is not revealed. The same for the IP's own count, which a success does not clear (a
+ * sprayer's own account must not refill the budget). */
 static bank_db_rc issue(bank_db_t *db, void *baton)
 {
     flow_t *f = baton;
@@ -121,17 +117,38 @@ static bank_db_rc issue(bank_db_t *db, void *baton)
             BANK_DB_OK ||
         (rc = bank_store_device_upsert(db, f->out->customer.id, f->in->device, f->now)) !=
             BANK_DB_OK ||
-        (rc = bank_store_throttle_clear(db, f->email_lc, f->in->ip, f->cutoff, &f->cleared)) !=
-            BANK_DB_OK) {
+        (rc = bank_counter_take(db, &f->email, &f->cleared)) != BANK_DB_OK) {
         return rc;
     }
-    return f->cleared.failures >= f->in->attempts ? BANK_DB_ROLLBACK : BANK_DB_OK;
+    if (f->cleared.over) {
+        return BANK_DB_ROLLBACK;
+    }
+    if ((rc = bank_counter_check(db, &f->address, &f->out->address)) != BANK_DB_OK) {
+        return rc;
+    }
+    return f->out->address.over ? BANK_DB_ROLLBACK : BANK_DB_OK;
+}
+
+static void counters(flow_t *f)
+{
+    const bank_sign_in_t *in = f->in;
+    bank_counter_t email = {BANK_COUNTS_SIGN_IN,
+                            bank_ascii_lower(f->pool, in->email),
+                            in->ip,
+                            in->attempts,
+                            in->window,
+                            in->now};
+    bank_counter_t address = {BANK_COUNTS_SHARED, "address",       in->ip,
+                              in->addr_attempts,  in->addr_window, in->now};
+
+    f->email = email;
+    f->address = address;
 }
 
 bank_db_rc bank_sign_in(bank_db_t *db, const bank_sign_in_t *in, bank_sign_in_result_t *out)
 {
     flow_t f;
-    bank_throttle_t t;
+    bank_count_t n;
     const char *secret;
     bank_db_rc rc;
 
@@ -141,18 +158,18 @@ bank_db_rc bank_sign_in(bank_db_t *db, const bank_sign_in_t *in, bank_sign_in_re
     f.pool = bank_db_pool(db);
     f.in = in;
     f.out = out;
-    f.email_lc = bank_ascii_lower(f.pool, in->email);
     f.now = bank_time_iso(f.pool, in->now);
-    f.cutoff = bank_time_iso(f.pool, in->now - apr_time_from_sec(in->window));
+    counters(&f);
 
     /* Before any password work: a throttled client costs no hashing, and is not counted. */
     out->failed_at = "sign-in throttle lookup";
-    rc = bank_store_throttle_get(db, f.email_lc, in->ip, f.cutoff, &t);
-    if (rc == BANK_DB_OK && t.failures >= in->attempts) {
-        return over(&f, BANK_SIGN_IN_THROTTLED, &t);
+    if ((rc = bank_counter_check(db, &f.email, &n)) != BANK_DB_OK || n.over) {
+        return rc != BANK_DB_OK ? rc : over(&f, BANK_SIGN_IN_THROTTLED, &f.email, &n);
     }
-    if (rc != BANK_DB_OK && rc != BANK_DB_NOT_FOUND) {
-        return rc;
+    out->failed_at = "throttle lookup";
+    if ((rc = bank_counter_check(db, &f.address, &out->address)) != BANK_DB_OK ||
+        out->address.over) {
+        return rc != BANK_DB_OK ? rc : over(&f, BANK_SIGN_IN_ADDRESS, &f.address, &out->address);
     }
     out->failed_at = "customer lookup";
     rc = bank_store_customer_by_email(db, in->email, &out->customer);
@@ -173,21 +190,15 @@ bank_db_rc bank_sign_in(bank_db_t *db, const bank_sign_in_t *in, bank_sign_in_re
     if ((rc = bank_db_transaction(db, issue, &f)) != BANK_DB_OK) {
         return rc;
     }
-    out->failures = f.cleared.failures;
-    if (f.cleared.failures >= in->attempts) {
+    if (f.cleared.over || out->address.over) {
         out->token = out->expires = NULL;
-        return over(&f, BANK_SIGN_IN_FLOODED, &f.cleared);
+        return f.cleared.over ? over(&f, BANK_SIGN_IN_FLOODED, &f.email, &f.cleared)
+                              : over(&f, BANK_SIGN_IN_ADDRESS, &f.address, &out->address);
     }
+    out->failures = f.cleared.failures;
+    out->prune_failed = bank_counter_prune(db, &f.email) != BANK_DB_OK;
     bank_token_decode(f.pool, out->token, &out->token_id, &secret);
     out->verdict = BANK_SIGN_IN_OK;
     out->failed_at = NULL;
     return BANK_DB_OK;
-}
-
-bank_db_rc bank_sign_in_prune(bank_db_t *db, const bank_sign_in_t *in)
-{
-    apr_time_t window = apr_time_from_sec(in->window);
-    apr_time_t keep = window > THROTTLE_KEEP ? window : THROTTLE_KEEP;
-
-    return bank_store_throttle_prune(db, bank_time_iso(bank_db_pool(db), in->now - keep));
 }

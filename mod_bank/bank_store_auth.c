@@ -60,6 +60,28 @@ const bank_stmt_t bank_store_auth_sql[] = {
      " RETURNING CASE WHEN window_start > %pDz THEN failures ELSE 0 END, window_start"},
     {"bank_signin_prune",
      "DELETE FROM sign_in_attempts WHERE window_start < %pDz"},
+
+    /* Failure counters per (scope, subject) (bank_throttle.c), the same shapes as the
+     * sign-in statements above: throttle_cols. The count of the unexpired window (args:
+     * scope, subject, cutoff). */
+    {"bank_throttle_get",
+     "SELECT failures, window_start FROM throttle_counts"
+     " WHERE scope = %s AND subject = %s AND window_start > %pDz"},
+    /* args: scope, subject, now, cutoff, cutoff */
+    {"bank_throttle_fail",
+     "INSERT INTO throttle_counts (scope, subject, failures, window_start)"
+     " VALUES (%s, %s, 1, %pDz) ON CONFLICT (scope, subject) DO UPDATE SET"
+     " failures = CASE WHEN throttle_counts.window_start > %pDz"
+     " THEN throttle_counts.failures + 1 ELSE 1 END,"
+     " window_start = CASE WHEN throttle_counts.window_start > %pDz"
+     " THEN throttle_counts.window_start ELSE excluded.window_start END"
+     " RETURNING failures, window_start"},
+    /* args: scope, subject, cutoff */
+    {"bank_throttle_clear",
+     "DELETE FROM throttle_counts WHERE scope = %s AND subject = %s"
+     " RETURNING CASE WHEN window_start > %pDz THEN failures ELSE 0 END, window_start"},
+    {"bank_throttle_prune",
+     "DELETE FROM throttle_counts WHERE scope = %s AND window_start < %pDz"},
     {"bank_device_upsert",
      "INSERT INTO devices (customer_id, device_token, created_at, last_seen_at)"
      " VALUES ({uuid}, %s, %pDz, %pDz) ON CONFLICT (customer_id, device_token)"
@@ -102,36 +124,55 @@ bank_db_rc bank_store_token_revoke_all(bank_db_t *db, const char *customer_id, i
     return bank_db_exec(db, "bank_token_revoke_all", count, BANK_NARGS(args), args);
 }
 
-bank_db_rc bank_store_throttle_get(bank_db_t *db, const char *email, const char *ip,
-                                   const char *cutoff, bank_throttle_t *out)
-{
-    const char *args[] = {email, ip, cutoff};
-    return bank_db_row(db, "bank_signin_throttle_get", BANK_NARGS(args), args, throttle_cols, out,
-                       sizeof(*out));
-}
+/* The statements of each counting table: get, fail, clear, prune. */
+static const char *const count_labels[][4] = {
+    [BANK_COUNTS_SIGN_IN] = {"bank_signin_throttle_get", "bank_signin_fail", "bank_signin_clear",
+                             "bank_signin_prune"},
+    [BANK_COUNTS_SHARED] = {"bank_throttle_get", "bank_throttle_fail", "bank_throttle_clear",
+                            "bank_throttle_prune"}};
 
-bank_db_rc bank_store_throttle_fail(bank_db_t *db, const char *email, const char *ip,
-                                    const char *now, const char *cutoff, bank_throttle_t *out)
+/* A count row: none means no failures (get) or nothing to clear (clear); the upsert
+ * always returns one. */
+static bank_db_rc count_row(bank_db_t *db, const char *label, int nargs, const char *const *args,
+                            bank_throttle_t *out, int none_ok)
 {
-    const char *args[] = {email, ip, now, cutoff, cutoff};
-    bank_db_rc rc = bank_db_row(db, "bank_signin_fail", BANK_NARGS(args), args, throttle_cols, out,
-                                sizeof(*out));
-    return rc == BANK_DB_NOT_FOUND ? bank_db_fail(db, "the failure count returned no row") : rc;
-}
+    bank_db_rc rc = bank_db_row(db, label, nargs, args, throttle_cols, out, sizeof(*out));
 
-bank_db_rc bank_store_throttle_clear(bank_db_t *db, const char *email, const char *ip,
-                                     const char *cutoff, bank_throttle_t *out)
-{
-    const char *args[] = {email, ip, cutoff};
-    bank_db_rc rc = bank_db_row(db, "bank_signin_clear", BANK_NARGS(args), args, throttle_cols, out,
-                                sizeof(*out));
+    if (rc == BANK_DB_NOT_FOUND && !none_ok) {
+        return bank_db_fail(db,
+                            apr_pstrcat(bank_db_pool(db), label, " returned no row", (char *)NULL));
+    }
     return rc == BANK_DB_NOT_FOUND ? BANK_DB_OK : rc;
 }
 
-bank_db_rc bank_store_throttle_prune(bank_db_t *db, const char *before)
+bank_db_rc bank_store_count_get(bank_db_t *db, bank_counts_table table, const char *a,
+                                const char *b, const char *cutoff, bank_throttle_t *out)
 {
-    const char *args[] = {before};
-    return bank_db_exec(db, "bank_signin_prune", NULL, BANK_NARGS(args), args);
+    const char *args[] = {a, b, cutoff};
+    return count_row(db, count_labels[table][0], BANK_NARGS(args), args, out, 1);
+}
+
+bank_db_rc bank_store_count_fail(bank_db_t *db, bank_counts_table table, const char *a,
+                                 const char *b, const char *now, const char *cutoff,
+                                 bank_throttle_t *out)
+{
+    const char *args[] = {a, b, now, cutoff, cutoff};
+    return count_row(db, count_labels[table][1], BANK_NARGS(args), args, out, 0);
+}
+
+bank_db_rc bank_store_count_clear(bank_db_t *db, bank_counts_table table, const char *a,
+                                  const char *b, const char *cutoff, bank_throttle_t *out)
+{
+    const char *args[] = {a, b, cutoff};
+    return count_row(db, count_labels[table][2], BANK_NARGS(args), args, out, 1);
+}
+
+bank_db_rc bank_store_count_prune(bank_db_t *db, bank_counts_table table, const char *scope,
+                                  const char *before)
+{
+    const char *args[] = {table == BANK_COUNTS_SHARED ? scope : before, before};
+    return bank_db_exec(db, count_labels[table][3], NULL, table == BANK_COUNTS_SHARED ? 2 : 1,
+                        args);
 }
 
 bank_db_rc bank_store_device_upsert(bank_db_t *db, const char *customer_id, const char *device,

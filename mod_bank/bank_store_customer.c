@@ -1,15 +1,18 @@
 /* Customers, identity-provider (BVN) records and accounts: their statements, the columns
  * each SELECT returns, and the typed functions over them (bank_store.h). */
 #include <apr_strings.h>
+#include "bank_encoding.h"
 #include "bank_sql.h"
 #include "bank_store.h"
 
 /* clang-format off */
 const bank_stmt_t bank_store_customer_sql[] = {
-    /* customer_cols. */
+    /* customer_cols. By email_key, the e-mail with A-Z folded only
+     * (sql/sqlite/004_email_key.sql): the argument is folded here with bank_ascii_lower,
+     * never by SQL lower(), which folds more under a UTF-8 locale. */
     {"bank_customer_by_email",
      "SELECT id, email, password, first_name, last_name, phone, email_verified, bvn,"
-     " referral_code, created_at, updated_at FROM customers WHERE lower(email) = lower(%s)"},
+     " referral_code, created_at, updated_at FROM customers WHERE email_key = %s"},
     /* with_account_cols: the customer and, in the same round trip, their account (the BVN
      * read path answers with both). */
     {"bank_customer_with_account",
@@ -119,7 +122,7 @@ static const bank_col_t serial_cols[] = {BANK_COL(INT64, serial_row_t, serial), 
 
 bank_db_rc bank_store_customer_by_email(bank_db_t *db, const char *email, bank_customer_t *out)
 {
-    const char *args[] = {email};
+    const char *args[] = {bank_ascii_lower(bank_db_pool(db), email)};
     return bank_db_row(db, "bank_customer_by_email", BANK_NARGS(args), args, customer_cols, out,
                        sizeof(*out));
 }

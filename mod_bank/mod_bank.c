@@ -24,10 +24,9 @@ static const struct {
     const char *name;
     int (*fn)(request_rec *r);
 } handlers[] = {
-    {"bank-sign-in", bank_sign_in_handler},
-    {"bank-bvn", bank_bvn_handler},
-    {"bank-banks", bank_banks_handler},
-    {"bank-webhook", bank_webhook_handler},
+    {"bank-sign-in", bank_sign_in_handler},      {"bank-bvn", bank_bvn_handler},
+    {"bank-banks", bank_banks_handler},          {"bank-webhook", bank_webhook_handler},
+    {"bank-error", bank_error_document_handler},
 };
 
 /* A <Location /x> also catches /x/anything: each endpoint serves its own path (and a

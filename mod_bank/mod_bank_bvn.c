@@ -64,24 +64,34 @@ static json_object *customer_json(apr_pool_t *p, const bank_onboard_t *st)
     return o;
 }
 
-/* 422 for an identity record that does not hold what was sent: one entry, by verdict. */
-static const bank_field_error_t record_errors[] = {
-    [BANK_RECORD_UNKNOWN] = {"bvn_number", "exists", "No BVN record matches this bvn_number"},
-    [BANK_RECORD_DOB] = {"date_of_birth", "bvnMatch",
-                         "The date_of_birth does not match the BVN record"},
-    [BANK_RECORD_NAMES] = {"bvn_number", "bvnMatch",
-                           "The names on the BVN record do not match the customer's"}};
+/* Unknown BVN, another date of birth, other names: one answer, byte for byte, so the
+ * endpoint tells nobody who holds a BVN or when they were born (docs/api.md). */
+#define BVN_MISMATCH "The bvn_number and date_of_birth do not match a BVN record of this customer"
 
+/* The reason of a mismatch, for the operator only. */
+static const char *const record_reasons[] = {
+    [BANK_RECORD_UNKNOWN] = "no record of this BVN",
+    [BANK_RECORD_DOB] = "the date of birth differs from the record",
+    [BANK_RECORD_NAMES] = "the names differ from the record"};
+
+/* The one 422 of a mismatch, with what is left of the customer's allowance. */
 static int record_refused(request_rec *r, const bank_onboard_t *st)
 {
-    const bank_field_error_t *e = &record_errors[st->record];
     apr_array_header_t *errs = bank_errors_new(r->pool);
 
-    bank_errors_add(errs, e->field, e->rule, e->message);
-    ap_log_rerror(APLOG_MARK, APLOG_INFO, 0, r,
-                  BANKLOGNO(0605) "customer %s: BVN not verified (%s)", st->customer_id,
-                  e->message);
+    bank_errors_add(errs, "bvn_number", "bvn_mismatch", BVN_MISMATCH);
+    bank_rate_headers(r, st->attempts, st->count.remaining);
     return bank_error_validation(r, errs);
+}
+
+/* 429: the customer's mismatches reached BankBvnThrottle. */
+static int throttled(request_rec *r, const bank_onboard_t *st)
+{
+    ap_log_rerror(APLOG_MARK, APLOG_NOTICE, 0, r,
+                  BANKLOGNO(0901) "%s throttled (%s %s): failure %" APR_INT64_T_FMT
+                                  " in the window, limit %d per %" APR_INT64_T_FMT "s",
+                  "BVN", "bvn", st->customer_id, st->count.failures, st->attempts, st->window);
+    return bank_error_throttled(r, st->attempts, st->count.retry_after, "BVN");
 }
 
 /* The answer a settled verdict calls for. */
@@ -89,6 +99,15 @@ static int answer(request_rec *r, const bank_onboard_t *st)
 {
     json_object *body;
 
+    if (st->record != BANK_RECORD_OK) {
+        /* the reason is for the operator only; the answer is the same for all three */
+        ap_log_rerror(APLOG_MARK, APLOG_INFO, 0, r,
+                      BANKLOGNO(0605) "customer %s: BVN not verified (%s)", st->customer_id,
+                      record_reasons[st->record]);
+    }
+    if (st->throttled) {
+        return throttled(r, st);
+    }
     if (st->record != BANK_RECORD_OK) {
         return record_refused(r, st);
     }
@@ -181,6 +200,8 @@ int bank_bvn_handler(request_rec *r)
     }
     memset(&st, 0, sizeof(st));
     st.customer_id = who->customer_id;
+    st.attempts = bank_conf_bvn_attempts(conf);
+    st.window = bank_conf_bvn_window(conf);
     if ((rc = validate(r, body, &st.bvn, &dob)) != OK) {
         return rc;
     }
@@ -195,6 +216,11 @@ int bank_bvn_handler(request_rec *r)
                       BANKLOGNO(0603) "customer %s: %d attempts failed on a taken referral "
                                       "code before this one",
                       st.customer_id, st.retries);
+    }
+    if (st.count.prune_failed) {
+        ap_log_rerror(APLOG_MARK, APLOG_WARNING, 0, r,
+                      BANKLOGNO(0902) "could not prune %s throttle rows: %s", "bvn",
+                      bank_db_error(db));
     }
     if (drc != BANK_DB_OK) {
         return bank_error_db(r, db, drc, st.failed_at);

@@ -6,10 +6,13 @@
 #include <apr_lib.h>
 #include <http_core.h>
 #include <http_request.h>
+#include <apr_file_io.h>
+#include <openssl/crypto.h>
 #include "mod_bank.h"
 #include "mod_bank_config.h"
 #include "bank_limits.h"
 #include "bank_nuban.h"
+#include "bank_validate.h"
 
 APLOG_USE_MODULE(bank);
 
@@ -18,13 +21,28 @@ static const struct {
     apr_int64_t token_lifetime;
     int throttle_attempts;
     apr_int64_t throttle_window;
+    int addr_attempts;
+    apr_int64_t addr_window;
+    int bvn_attempts;
+    apr_int64_t bvn_window;
     apr_int64_t max_body;
     apr_int64_t banks_max_age;
     const char *account_bank;
     const char *account_bank_code;
     const char *partner;
     apr_int64_t token_cache;
-} defaults = {BANK_TOKEN_TTL_DEFAULT,  5, 60, 65536, 300, "mod_bank Demo Bank", "999", "partner",
+} defaults = {BANK_TOKEN_TTL_DEFAULT,
+              5,
+              60,
+              50,
+              300,
+              5,
+              86400,
+              65536,
+              300,
+              "mod_bank Demo Bank",
+              "999",
+              "partner",
               BANK_TOKEN_CACHE_DEFAULT};
 
 void *bank_create_dir_conf(apr_pool_t *p, char *dir)
@@ -33,6 +51,10 @@ void *bank_create_dir_conf(apr_pool_t *p, char *dir)
     c->token_lifetime = BANK_UNSET;
     c->throttle_attempts = BANK_UNSET;
     c->throttle_window = BANK_UNSET;
+    c->addr_attempts = BANK_UNSET;
+    c->addr_window = BANK_UNSET;
+    c->bvn_attempts = BANK_UNSET;
+    c->bvn_window = BANK_UNSET;
     c->max_body = BANK_UNSET;
     c->banks_max_age = BANK_UNSET;
     c->token_cache = BANK_UNSET;
@@ -50,6 +72,10 @@ void *bank_merge_dir_conf(apr_pool_t *p, void *basev, void *addv)
     MERGE_NUM(token_lifetime);
     MERGE_NUM(throttle_attempts);
     MERGE_NUM(throttle_window);
+    MERGE_NUM(addr_attempts);
+    MERGE_NUM(addr_window);
+    MERGE_NUM(bvn_attempts);
+    MERGE_NUM(bvn_window);
     MERGE_NUM(max_body);
     MERGE_NUM(banks_max_age);
     MERGE_PTR(account_bank);
@@ -88,6 +114,10 @@ bank_dir_conf *bank_conf(request_rec *r)
 GETTER(apr_int64_t, token_lifetime, token_lifetime)
 GETTER(int, throttle_attempts, throttle_attempts)
 GETTER(apr_int64_t, throttle_window, throttle_window)
+GETTER(int, addr_attempts, addr_attempts)
+GETTER(apr_int64_t, addr_window, addr_window)
+GETTER(int, bvn_attempts, bvn_attempts)
+GETTER(apr_int64_t, bvn_window, bvn_window)
 GETTER(apr_int64_t, max_body, max_body)
 GETTER(apr_int64_t, banks_max_age, banks_max_age)
 GETTER(apr_int64_t, token_cache, token_cache)
@@ -173,20 +203,92 @@ static const char *check_secret(cmd_parms *cmd, const char *arg)
     return NULL;
 }
 
-static const char *check_name(cmd_parms *cmd, const char *arg, apr_size_t max, int token_only)
+/* Which characters a name may hold, besides letters and digits (NULL: any but control
+ * characters). */
+#define NAME_ANY NULL
+#define NAME_PARTNER "-_"
+#define NAME_HEADER "!#$%&'*+-.^_`|~" /* an HTTP field name: RFC 9110 token characters */
+
+/* 1 to max characters (UTF-8 code points), no control character, and with extra set only
+ * letters, digits and the characters in extra. */
+static const char *check_name(cmd_parms *cmd, const char *arg, apr_size_t max, const char *extra)
 {
     const char *c;
-    if (!*arg || strlen(arg) > max) {
+    if (!*arg || bank_utf8_length(arg) > max) {
         return apr_psprintf(cmd->pool, "%s: expected 1 to %" APR_SIZE_T_FMT " characters",
                             cmd->cmd->name, max);
     }
     for (c = arg; *c; c++) {
-        if (apr_iscntrl(*c) || (token_only && !apr_isalnum(*c) && *c != '-' && *c != '_')) {
-            return apr_psprintf(cmd->pool, "%s: '%s' holds a character not allowed here%s",
-                                cmd->cmd->name, arg,
-                                token_only ? " (letters, digits, - and _ only)" : "");
+        if (apr_iscntrl(*c) || (extra && !apr_isalnum(*c) && !strchr(extra, *c))) {
+            return apr_psprintf(cmd->pool, "%s: '%s' holds a character not allowed here%s%s%s",
+                                cmd->cmd->name, arg, extra ? " (letters, digits and " : "",
+                                extra ? extra : "", extra ? " only)" : "");
         }
     }
+    return NULL;
+}
+
+/* An HMAC key is given to us by the partner, so any printable characters are taken, at
+ * least 8 of them; "file:PATH" reads it from a file when httpd reads its configuration (as
+ * root, before it drops privileges), so the key need not sit in httpd.conf. */
+#define HMAC_KEY_MIN 8
+#define HMAC_KEY_MAX 4096
+#define HMAC_KEY_FILE "file:"
+
+static const char *check_hmac_key(cmd_parms *cmd, const char *key)
+{
+    const char *c;
+    apr_size_t n = strlen(key);
+    if (n < HMAC_KEY_MIN || n > HMAC_KEY_MAX) {
+        return apr_psprintf(cmd->pool, "%s: the key must have %d to %d bytes", cmd->cmd->name,
+                            HMAC_KEY_MIN, HMAC_KEY_MAX);
+    }
+    for (c = key; *c; c++) {
+        if (!apr_isgraph(*c)) {
+            return apr_psprintf(cmd->pool,
+                                "%s: the key may hold only printable ASCII characters, no "
+                                "space or control character",
+                                cmd->cmd->name);
+        }
+    }
+    return NULL;
+}
+
+/* The key in file path: owner-only permissions, one line (a final newline is dropped). */
+static const char *read_hmac_key(cmd_parms *cmd, const char *path, const char **key)
+{
+    const char *file = ap_server_root_relative(cmd->pool, path);
+    apr_finfo_t fi;
+    apr_file_t *f = NULL;
+    char buf[HMAC_KEY_MAX + 2];
+    apr_size_t n = sizeof(buf) - 1;
+    apr_status_t rv;
+
+    if (!file || (rv = apr_stat(&fi, file, APR_FINFO_PROT | APR_FINFO_TYPE, cmd->temp_pool)) !=
+                     APR_SUCCESS) {
+        return apr_psprintf(cmd->pool, "%s: cannot read the key file %s", cmd->cmd->name, path);
+    }
+    if (fi.filetype != APR_REG ||
+        (fi.protection & (APR_GREAD | APR_GWRITE | APR_WREAD | APR_WWRITE))) {
+        return apr_psprintf(cmd->pool,
+                            "%s: the key file %s must be a regular file that only its owner "
+                            "can read (chmod 600)",
+                            cmd->cmd->name, path);
+    }
+    if ((rv = apr_file_open(&f, file, APR_FOPEN_READ, 0, cmd->temp_pool)) != APR_SUCCESS ||
+        ((rv = apr_file_read_full(f, buf, n, &n)) != APR_SUCCESS && rv != APR_EOF)) {
+        return apr_psprintf(cmd->pool, "%s: cannot read the key file %s", cmd->cmd->name, path);
+    }
+    apr_file_close(f);
+    buf[n] = '\0';
+    if (n && buf[n - 1] == '\n') {
+        buf[--n] = '\0';
+    }
+    if (n && buf[n - 1] == '\r') {
+        buf[--n] = '\0';
+    }
+    *key = apr_pstrmemdup(cmd->pool, buf, n);
+    OPENSSL_cleanse(buf, sizeof(buf));
     return NULL;
 }
 
@@ -237,22 +339,43 @@ static const char *set_token_cache(cmd_parms *cmd, void *cfg, const char *arg)
     return parse_int(cmd, arg, 0, BANK_TOKEN_CACHE_MAX, &((bank_dir_conf *)cfg)->token_cache);
 }
 
-static const char *set_throttle(cmd_parms *cmd, void *cfg, const char *attempts,
-                                const char *seconds)
+/* ATTEMPTS SECONDS of a throttle: 1..1000000 failures per 1 s..30 days. */
+static const char *parse_throttle(cmd_parms *cmd, const char *attempts, const char *seconds,
+                                  int *n_out, apr_int64_t *window_out)
 {
-    bank_dir_conf *c = cfg;
     apr_int64_t n;
     const char *err = parse_int(cmd, attempts, 1, 1000000, &n);
     if (err) {
         return err;
     }
-    c->throttle_attempts = (int)n;
-    return parse_int(cmd, seconds, 1, 2592000, &c->throttle_window);
+    *n_out = (int)n;
+    return parse_int(cmd, seconds, 1, 2592000, window_out);
+}
+
+static const char *set_throttle(cmd_parms *cmd, void *cfg, const char *attempts,
+                                const char *seconds)
+{
+    bank_dir_conf *c = cfg;
+    return parse_throttle(cmd, attempts, seconds, &c->throttle_attempts, &c->throttle_window);
+}
+
+static const char *set_addr_throttle(cmd_parms *cmd, void *cfg, const char *attempts,
+                                     const char *seconds)
+{
+    bank_dir_conf *c = cfg;
+    return parse_throttle(cmd, attempts, seconds, &c->addr_attempts, &c->addr_window);
+}
+
+static const char *set_bvn_throttle(cmd_parms *cmd, void *cfg, const char *attempts,
+                                    const char *seconds)
+{
+    bank_dir_conf *c = cfg;
+    return parse_throttle(cmd, attempts, seconds, &c->bvn_attempts, &c->bvn_window);
 }
 
 static const char *set_account_bank(cmd_parms *cmd, void *cfg, const char *arg)
 {
-    const char *err = check_name(cmd, arg, 100, 0);
+    const char *err = check_name(cmd, arg, 100, NAME_ANY);
     if (!err) {
         ((bank_dir_conf *)cfg)->account_bank = apr_pstrdup(cmd->pool, arg);
     }
@@ -271,7 +394,7 @@ static const char *set_account_bank_code(cmd_parms *cmd, void *cfg, const char *
 
 static const char *set_partner(cmd_parms *cmd, void *cfg, const char *arg)
 {
-    const char *err = check_name(cmd, arg, 64, 1);
+    const char *err = check_name(cmd, arg, 64, NAME_PARTNER);
     if (!err) {
         ((bank_dir_conf *)cfg)->partner = apr_pstrdup(cmd->pool, arg);
     }
@@ -282,7 +405,7 @@ static const char *set_signature(cmd_parms *cmd, void *cfg, const char *header, 
                                  const char *key)
 {
     bank_dir_conf *c = cfg;
-    const char *err = check_name(cmd, header, 64, 1);
+    const char *err = check_name(cmd, header, 64, NAME_HEADER);
     if (err) {
         return err;
     }
@@ -294,7 +417,11 @@ static const char *set_signature(cmd_parms *cmd, void *cfg, const char *header, 
         return apr_psprintf(cmd->pool, "%s: the algorithm must be sha256 or sha512, got '%s'",
                             cmd->cmd->name, alg);
     }
-    if ((err = check_secret(cmd, key)) != NULL) {
+    if (!strncmp(key, HMAC_KEY_FILE, strlen(HMAC_KEY_FILE)) &&
+        (err = read_hmac_key(cmd, key + strlen(HMAC_KEY_FILE), &key)) != NULL) {
+        return err;
+    }
+    if ((err = check_hmac_key(cmd, key)) != NULL) {
         return err;
     }
     c->sig_header = apr_pstrdup(cmd->pool, header);
@@ -329,6 +456,12 @@ const command_rec bank_cmds[] = {
     AP_INIT_TAKE2("BankSignInThrottle", set_throttle, NULL, BANK_CTX,
                   "Failed sign-ins allowed per e-mail and IP, and the window in seconds "
                   "(default 5 60)"),
+    AP_INIT_TAKE2("BankSignInAddressThrottle", set_addr_throttle, NULL, BANK_CTX,
+                  "Failed sign-ins allowed per client IP whatever the e-mail, and the window in "
+                  "seconds (default 50 300)"),
+    AP_INIT_TAKE2("BankBvnThrottle", set_bvn_throttle, NULL, BANK_CTX,
+                  "Failed BVN checks allowed per customer, and the window in seconds "
+                  "(default 5 86400)"),
     AP_INIT_TAKE1("BankMaxBody", set_max_body, NULL, BANK_CTX,
                   "Request body cap in bytes (default 65536)"),
     AP_INIT_TAKE1("BankBanksMaxAge", set_banks_max_age, NULL, BANK_CTX,
@@ -340,7 +473,7 @@ const command_rec bank_cmds[] = {
     AP_INIT_ITERATE("BankWebhookSecret", set_webhook_secret, NULL, BANK_CTX,
                     "Bearer values the payment partner may send (several for rotation)"),
     AP_INIT_TAKE3("BankWebhookSignature", set_signature, NULL, BANK_CTX,
-                  "HEADER sha256|sha512 KEY: also require an HMAC of the raw body"),
+                  "HEADER sha256|sha512 KEY|file:PATH: also require an HMAC of the raw body"),
     AP_INIT_TAKE1("BankWebhookPartner", set_partner, NULL, BANK_CTX,
                   "Partner name recorded on each notice (default: last Location segment)"),
     AP_INIT_TAKE1("BankTokenCacheSeconds", set_token_cache, NULL, BANK_CTX,

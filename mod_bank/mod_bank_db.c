@@ -3,6 +3,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <unistd.h>
 #include <apr_strings.h>
 #include <apr_optional.h>
 #include <http_protocol.h>
@@ -59,6 +60,28 @@ static const ap_directive_t *find_vhost(const ap_directive_t *d, const server_re
     return NULL;
 }
 
+/* 1 if server sp shares its mod_dbd configuration with a server before it in the list. A
+ * <VirtualHost> with no DBD directive of its own gets the main server's mod_dbd record itself
+ * (httpd's merge copies the pointer), and preparing our labels a second time into the same
+ * record makes mod_dbd warn "conflicting SQL statements with label" (AH02653) once per
+ * statement and virtual host, on every start and graceful restart. */
+static int dbd_config_prepared(server_rec *sp, server_rec *first)
+{
+    module *dbd = ap_find_linked_module("mod_dbd.c");
+    const void *mine;
+    server_rec *prev;
+
+    if (!dbd || !(mine = ap_get_module_config(sp->module_config, dbd))) {
+        return 0;
+    }
+    for (prev = first; prev != sp; prev = prev->next) {
+        if (ap_get_module_config(prev->module_config, dbd) == mine) {
+            return 1;
+        }
+    }
+    return 0;
+}
+
 /* Statements differ per driver only where PostgreSQL needs casts; the driver a server uses
  * is read from its configuration, the way mod_dbd itself will see it. */
 int bank_db_post_config(apr_pool_t *pconf, apr_pool_t *plog, apr_pool_t *ptemp, server_rec *s)
@@ -83,6 +106,9 @@ int bank_db_post_config(apr_pool_t *pconf, apr_pool_t *plog, apr_pool_t *ptemp, 
     }
     for (sp = s; sp; sp = sp->next) {
         const char *driver = main_driver;
+        if (dbd_config_prepared(sp, s)) {
+            continue;
+        }
         if (sp->is_virtual) {
             const ap_directive_t *v = find_vhost(ap_conftree, sp);
             if (v && v->first_child) {
@@ -125,25 +151,171 @@ static const char *last_error(apr_pool_t *p, const apr_dbd_driver_t *driver, apr
     return bank_db_error_line(p, apr_dbd_error(driver, handle, 0));
 }
 
-/* mod_dbd's post_connect hook, after its DBDInitSQL (ours runs last): remember the
- * configuration, and set what mod_bank needs in a PostgreSQL session. */
+/* ---- SQLite connections opened read-only ----
+ * SQLite opens a database file that httpd's User cannot write read-only, without an error,
+ * and such a connection stays read-only after the file is writable again: every write on it
+ * fails (SQLITE_READONLY) for as long as mod_dbd pools it, and mod_dbd's check cannot tell.
+ * So a connection that may be one is marked, and mod_bank replaces it (same DBDParams,
+ * DBDInitSQL and statements) once a write succeeds on a new one. */
+#define BANK_SQLITE_RO_KEY "mod_bank:sqlite_ro"
+
+/* The connection's mark (allocated with it). */
+static int *sqlite_ro_mark(ap_dbd_t *dbd)
+{
+    int *mark = NULL;
+
+    apr_pool_userdata_get((void **)&mark, BANK_SQLITE_RO_KEY, dbd->pool);
+    if (!mark) {
+        mark = apr_pcalloc(dbd->pool, sizeof(*mark));
+        apr_pool_userdata_setn(mark, BANK_SQLITE_RO_KEY, NULL, dbd->pool);
+    }
+    return mark;
+}
+
+/* Prepares every statement of a connection's configuration (other modules' too) on handle,
+ * under its label, into a new *prepared. NULL, or the label that failed. */
+static const char *prepare_all(apr_pool_t *pool, dbd_cfg_t *cfg, const apr_dbd_driver_t *driver,
+                               apr_dbd_t *handle, apr_hash_t **prepared)
+{
+    apr_hash_index_t *hi;
+
+    *prepared = apr_hash_make(pool);
+    for (hi = apr_hash_first(pool, cfg->queries); hi; hi = apr_hash_next(hi)) {
+        const void *label;
+        void *query;
+        apr_dbd_prepared_t *st = NULL;
+
+        apr_hash_this(hi, &label, NULL, &query);
+        if (*(const char *)query && apr_dbd_prepare(driver, pool, handle, query, label, &st) != 0) {
+            return label;
+        }
+        if (st) {
+            apr_hash_set(*prepared, label, APR_HASH_KEY_STRING, st);
+        }
+    }
+    return NULL;
+}
+
+/* What mod_bank needs in every session, set on each new connection. On SQLite the foreign
+ * keys are enforced (each SQLite connection starts with them off) and read back, so the log
+ * shows what the session really has. Setting that flag expires every statement already
+ * prepared on the connection, and apr_dbd's SQLite driver then fails them: a caller whose
+ * statements were prepared before (mod_dbd prepares before its post_connect hooks) passes
+ * cfg and *prepared to have them prepared again. */
+static void session_setup(apr_pool_t *pool, server_rec *s, const apr_dbd_driver_t *driver,
+                          apr_dbd_t *handle, dbd_cfg_t *cfg, apr_hash_t **prepared)
+{
+    bank_db_t *db = bank_db_wrap(pool, driver, handle, NULL);
+    const char *on = NULL, *label;
+
+    if (bank_dbd_is_pgsql(driver)) {
+        if (bank_db_query(db, BANK_PG_SESSION_SQL) != 0) {
+            ap_log_error(APLOG_MARK, APLOG_ERR, 0, s,
+                         BANKLOGNO(0801) "cannot set up the database session: %s",
+                         last_error(pool, driver, handle));
+        }
+        return;
+    }
+    if (bank_db_query(db, BANK_SQLITE_SESSION_SQL) == 0) {
+        bank_db_query_value(db, "PRAGMA foreign_keys", &on);
+    }
+    if (!on || strcmp(on, "1") != 0) {
+        ap_log_error(APLOG_MARK, APLOG_ERR, 0, s,
+                     BANKLOGNO(0812) "SQLite connection: cannot turn foreign keys on: %s",
+                     last_error(pool, driver, handle));
+    } else {
+        ap_log_error(APLOG_MARK, APLOG_DEBUG, 0, s,
+                     BANKLOGNO(0813) "SQLite connection: foreign_keys=%s", on);
+    }
+    if (prepared && (label = prepare_all(pool, cfg, driver, handle, prepared)) != NULL) {
+        ap_log_error(APLOG_MARK, APLOG_ERR, 0, s,
+                     BANKLOGNO(0814) "cannot prepare %s again on a new SQLite connection: %s",
+                     label, last_error(pool, driver, handle));
+    }
+}
+
+/* Opens the connection again as mod_dbd opened it and, if the new one can write, puts it in
+ * place of the old one (in mod_dbd's record too, so the pool keeps the new one), then closes
+ * the old one. 0 if replaced; -1 (the old one kept) if not. Never inside a transaction. */
+static int sqlite_reopen(request_rec *r, bank_db_t *db, ap_dbd_t *dbd)
+{
+    dbd_cfg_t *cfg = NULL;
+    apr_dbd_t *handle = NULL, *old = dbd->handle;
+    apr_hash_t *prepared;
+    const char *err = NULL, *label;
+    int i, n = 0;
+
+    apr_pool_userdata_get((void **)&cfg, BANK_DBD_CFG_KEY, dbd->pool);
+    if (!cfg || bank_db_in_txn(db)) {
+        ap_log_rerror(APLOG_MARK, APLOG_DEBUG, 0, r,
+                      BANKLOGNO(0811) "SQLite connection not replaced: %s",
+                      cfg ? "inside a transaction" : "mod_dbd did not report how it opened it");
+        return -1;
+    }
+    if (apr_dbd_open_ex(dbd->driver, dbd->pool, cfg->params, &handle, &err) != APR_SUCCESS) {
+        ap_log_rerror(APLOG_MARK, APLOG_DEBUG, 0, r,
+                      BANKLOGNO(0809) "cannot open a new SQLite connection: %s",
+                      err ? err : "no reason given");
+        return -1;
+    }
+    for (i = 0; i < cfg->init_queries->nelts; i++) {
+        apr_dbd_query(dbd->driver, handle, &n, APR_ARRAY_IDX(cfg->init_queries, i, const char *));
+    }
+    session_setup(r->pool, r->server, dbd->driver, handle, cfg, NULL);
+    if (!bank_db_writable(db, handle)) {
+        ap_log_rerror(APLOG_MARK, APLOG_DEBUG, 0, r,
+                      BANKLOGNO(0810) "a new SQLite connection cannot write either: %s",
+                      last_error(r->pool, dbd->driver, handle));
+        apr_dbd_close(dbd->driver, handle);
+        return -1;
+    }
+    if ((label = prepare_all(dbd->pool, cfg, dbd->driver, handle, &prepared)) != NULL) {
+        ap_log_rerror(APLOG_MARK, APLOG_ERR, 0, r,
+                      BANKLOGNO(0807) "cannot prepare %s on a new SQLite connection: %s", label,
+                      last_error(r->pool, dbd->driver, handle));
+        apr_dbd_close(dbd->driver, handle);
+        return -1;
+    }
+    dbd->handle = handle;
+    dbd->prepared = prepared;
+    bank_db_replace(db, handle, prepared);
+    apr_dbd_close(dbd->driver, old);
+    *sqlite_ro_mark(dbd) = 0;
+    ap_log_rerror(APLOG_MARK, APLOG_WARNING, 0, r,
+                  BANKLOGNO(0808) "SQLite connection opened while the database was read-only "
+                                  "replaced by a new one that can write");
+    return 0;
+}
+
+/* mod_dbd's post_connect hook, first: remember the configuration and set up the session.
+ * First, because mod_dbd's own post_connect runs DBDInitSQL and stops at the first
+ * statement that returns a row, such as SQLite's "PRAGMA busy_timeout = 2000": any
+ * DBDInitSQL after that one never runs, and neither does a later hook. */
 static apr_status_t bank_db_post_connect(apr_pool_t *pool, dbd_cfg_t *cfg, ap_dbd_t *rec)
 {
-    int n = 0;
-
     apr_pool_userdata_setn(cfg, BANK_DBD_CFG_KEY, NULL, rec->pool);
-    if (bank_dbd_is_pgsql(rec->driver) &&
-        apr_dbd_query(rec->driver, rec->handle, &n, BANK_PG_SESSION_SQL) != 0) {
-        ap_log_error(APLOG_MARK, APLOG_ERR, 0, cfg->server,
-                     BANKLOGNO(0801) "cannot set up the database session: %s",
-                     last_error(pool, rec->driver, rec->handle));
+    /* A file httpd's User cannot write now is opened read-only, for good (see above). */
+    if (!bank_dbd_is_pgsql(rec->driver) && access(cfg->params, W_OK) != 0) {
+        *sqlite_ro_mark(rec) = 1;
+    }
+    session_setup(pool, cfg->server, rec->driver, rec->handle, cfg, &rec->prepared);
+    return OK;
+}
+
+/* mod_dbd's post_connect hook, last: on PostgreSQL mod_bank's session settings again, after
+ * DBDInitSQL (when that ran to its end), so they win over an operator's. */
+static apr_status_t bank_db_post_connect_last(apr_pool_t *pool, dbd_cfg_t *cfg, ap_dbd_t *rec)
+{
+    if (bank_dbd_is_pgsql(rec->driver)) {
+        session_setup(pool, cfg->server, rec->driver, rec->handle, cfg, NULL);
     }
     return OK;
 }
 
 void bank_db_register_hooks(void)
 {
-    APR_OPTIONAL_HOOK(dbd, post_connect, bank_db_post_connect, NULL, NULL, APR_HOOK_LAST);
+    APR_OPTIONAL_HOOK(dbd, post_connect, bank_db_post_connect, NULL, NULL, APR_HOOK_FIRST);
+    APR_OPTIONAL_HOOK(dbd, post_connect, bank_db_post_connect_last, NULL, NULL, APR_HOOK_LAST);
 }
 
 /* Prepared statements in the session: -1 if it cannot be asked (connection lost). */
@@ -223,6 +395,12 @@ static bank_conn_state recover(bank_db_t *db, void *baton)
     int n;
 
     if (!bank_db_is_pgsql(db)) {
+        /* A refused write: a new connection if the database can be written now (FRESH, so
+         * the statement, which wrote nothing, runs again), else 503 (DOWN). */
+        if (bank_db_read_only(db)) {
+            *sqlite_ro_mark(c->dbd) = 1;
+            return sqlite_reopen(c->r, db, c->dbd) == 0 ? BANK_CONN_FRESH : BANK_CONN_DOWN;
+        }
         /* SQLite has no session to lose; a handle that fails the check is unusable. */
         return apr_dbd_check_conn(bank_db_driver(db), bank_db_pool(db), bank_db_handle(db)) ==
                        APR_SUCCESS
@@ -265,6 +443,14 @@ bank_db_t *bank_db(request_rec *r)
     bank_db_set_recover(db, recover, c);
     if (!bank_dbd_is_pgsql(dbd->driver)) {
         bank_db_set_writer_lock(db, sqlite_writer);
+        /* marked read-only, and the file looks writable again: replace it before use */
+        if (*sqlite_ro_mark(dbd)) {
+            dbd_cfg_t *cfg = NULL;
+            apr_pool_userdata_get((void **)&cfg, BANK_DBD_CFG_KEY, dbd->pool);
+            if (cfg && access(cfg->params, W_OK) == 0) {
+                sqlite_reopen(r, db, dbd);
+            }
+        }
     }
     return db;
 }

@@ -20,6 +20,7 @@ static const struct {
     const char *code;
     const char *message;
 } errors[] = {
+    [BANK_E_BAD_REQUEST] = {400, "E_BAD_REQUEST", "The request could not be read."},
     [BANK_E_INVALID_JSON] = {400, "E_INVALID_JSON", "The request body is not valid JSON."},
     [BANK_E_INVALID_CREDENTIALS] = {400, "E_INVALID_CREDENTIALS", "Invalid user credentials"},
     [BANK_E_UNAUTHORIZED_ACCESS] = {401, "E_UNAUTHORIZED_ACCESS", "Unauthorized access"},
@@ -28,6 +29,7 @@ static const struct {
     [BANK_E_FORBIDDEN] = {403, "E_FORBIDDEN", "This token is not allowed to do this."},
     [BANK_E_ROUTE_NOT_FOUND] = {404, "E_ROUTE_NOT_FOUND", "Cannot find this route."},
     [BANK_E_METHOD_NOT_ALLOWED] = {405, "E_METHOD_NOT_ALLOWED", "This method is not allowed here."},
+    [BANK_E_REQUEST_TIMEOUT] = {408, "E_REQUEST_TIMEOUT", "The request was not received in time."},
     [BANK_E_BVN_IN_USE] = {409, "E_BVN_IN_USE", "This BVN belongs to another customer."},
     [BANK_E_ALREADY_VERIFIED] = {409, "E_ALREADY_VERIFIED",
                                  "This customer is already verified with another BVN."},
@@ -124,6 +126,32 @@ int bank_error(request_rec *r, bank_error_id id, const char *message,
     return DONE;
 }
 
+/* The ErrorDocument target (conf/bank.conf): answers httpd gives itself under the bank
+ * Locations, before or while a handler reads the body (a malformed chunked body 400, a read
+ * time-out 408, LimitRequestBody crossed by a chunked body 413), in the API's shape with the
+ * original status, which the internal redirect leaves in r->prev. */
+int bank_error_document_handler(request_rec *r)
+{
+    static const bank_error_id ids[] = {BANK_E_BAD_REQUEST,     BANK_E_ROUTE_NOT_FOUND,
+                                        BANK_E_REQUEST_TIMEOUT, BANK_E_PAYLOAD_TOO_LARGE,
+                                        BANK_E_INTERNAL,        BANK_E_UNAVAILABLE};
+    apr_size_t i;
+
+    if (!r->prev) {
+        return bank_error(r, BANK_E_ROUTE_NOT_FOUND, NULL, NULL); /* asked for directly */
+    }
+    for (i = 0; i < sizeof(ids) / sizeof(ids[0]); i++) {
+        if (errors[ids[i]].status == r->prev->status) {
+            return bank_error(r, ids[i], NULL, NULL);
+        }
+    }
+    ap_log_rerror(APLOG_MARK, APLOG_WARNING, 0, r,
+                  BANKLOGNO(0102) "ErrorDocument %d points at the bank-error handler, which "
+                                  "has no answer for that status",
+                  r->prev->status);
+    return bank_error(r, BANK_E_INTERNAL, NULL, NULL);
+}
+
 int bank_error_validation(request_rec *r, const apr_array_header_t *errs)
 {
     return bank_error(r, BANK_E_VALIDATION_ERROR, NULL, errs);
@@ -139,6 +167,26 @@ int bank_error_unavailable(request_rec *r, const char *message, int retry_after)
 {
     apr_table_setn(r->headers_out, "Retry-After", apr_itoa(r->pool, retry_after));
     return bank_error(r, BANK_E_UNAVAILABLE, message, NULL);
+}
+
+void bank_rate_headers(request_rec *r, int limit, int remaining)
+{
+    apr_table_setn(r->headers_out, "X-RateLimit-Limit", apr_itoa(r->pool, limit));
+    apr_table_setn(r->headers_out, "X-RateLimit-Remaining",
+                   apr_itoa(r->pool, remaining > 0 ? remaining : 0));
+}
+
+int bank_error_throttled(request_rec *r, int limit, apr_int64_t retry_after, const char *what)
+{
+    bank_rate_headers(r, limit, 0);
+    apr_table_setn(r->headers_out, "Retry-After",
+                   apr_psprintf(r->pool, "%" APR_INT64_T_FMT, retry_after));
+    return bank_error(r, BANK_E_TOO_MANY_REQUESTS,
+                      apr_psprintf(r->pool,
+                                   "Too many failed %s attempts; try again in %" APR_INT64_T_FMT
+                                   " seconds.",
+                                   what, retry_after),
+                      NULL);
 }
 
 int bank_allow_methods(request_rec *r, apr_int64_t mask, const char *allow)

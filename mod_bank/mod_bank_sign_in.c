@@ -51,25 +51,10 @@ static int validate(request_rec *r, json_object *body, bank_sign_in_t *in)
     return errs->nelts > 0 ? bank_error_validation(r, errs) : OK;
 }
 
-static void rate_headers(request_rec *r, int limit, int remaining)
+/* The 429 of a client over a limit, the same whichever check found it. */
+static int throttled(request_rec *r, const bank_sign_in_result_t *out)
 {
-    apr_table_setn(r->headers_out, "X-RateLimit-Limit", apr_itoa(r->pool, limit));
-    apr_table_setn(r->headers_out, "X-RateLimit-Remaining",
-                   apr_itoa(r->pool, remaining > 0 ? remaining : 0));
-}
-
-/* The 429 of a client over the limit, the same whichever check found it. */
-static int throttled(request_rec *r, const bank_sign_in_t *in, const bank_sign_in_result_t *out)
-{
-    rate_headers(r, in->attempts, 0);
-    apr_table_setn(r->headers_out, "Retry-After",
-                   apr_psprintf(r->pool, "%" APR_INT64_T_FMT, out->retry_after));
-    return bank_error(r, BANK_E_TOO_MANY_REQUESTS,
-                      apr_psprintf(r->pool,
-                                   "Too many failed sign-in attempts; try again in "
-                                   "%" APR_INT64_T_FMT " seconds.",
-                                   out->retry_after),
-                      NULL);
+    return bank_error_throttled(r, out->limit, out->retry_after, "sign-in");
 }
 
 static json_object *token_json(const char *plain, const char *expires)
@@ -95,13 +80,13 @@ static int refused(request_rec *r, const bank_sign_in_t *in, const bank_sign_in_
                       BANKLOGNO(0502) "sign-in throttled: %d failures from this client within "
                                       "%" APR_INT64_T_FMT "s",
                       in->attempts, in->window);
-        return throttled(r, in, out);
+        return throttled(r, out);
     case BANK_SIGN_IN_OVER:
         ap_log_rerror(APLOG_MARK, APLOG_NOTICE, 0, r,
                       BANKLOGNO(0509) "sign-in throttled: %s, failure %" APR_INT64_T_FMT
                                       " of this client in the window (limit %d)",
                       out->why, out->failures, in->attempts);
-        return throttled(r, in, out);
+        return throttled(r, out);
     case BANK_SIGN_IN_FLOODED:
         /* a warning: a right password in a flood of failures may mean it was guessed */
         ap_log_rerror(APLOG_MARK, APLOG_WARNING, 0, r,
@@ -109,7 +94,14 @@ static int refused(request_rec *r, const bank_sign_in_t *in, const bank_sign_in_
                                       " failures of this client were counted meanwhile "
                                       "(limit %d); no token issued",
                       out->failures, in->attempts);
-        return throttled(r, in, out);
+        return throttled(r, out);
+    case BANK_SIGN_IN_ADDRESS:
+        ap_log_rerror(APLOG_MARK, APLOG_NOTICE, 0, r,
+                      BANKLOGNO(0901) "%s throttled (%s %s): failure %" APR_INT64_T_FMT
+                                      " in the window, limit %d per %" APR_INT64_T_FMT "s",
+                      "sign-in", "address", in->ip, out->failures, in->addr_attempts,
+                      in->addr_window);
+        return throttled(r, out);
     case BANK_SIGN_IN_BUSY:
         ap_log_rerror(APLOG_MARK, APLOG_INFO, 0, r,
                       BANKLOGNO(0511) "sign-in refused: every password verification slot of "
@@ -122,7 +114,7 @@ static int refused(request_rec *r, const bank_sign_in_t *in, const bank_sign_in_
     default:
         ap_log_rerror(APLOG_MARK, APLOG_INFO, 0, r, BANKLOGNO(0503) "sign-in refused: %s",
                       out->why);
-        rate_headers(r, in->attempts, out->remaining);
+        bank_rate_headers(r, in->attempts, out->remaining);
         return bank_error(r, BANK_E_INVALID_CREDENTIALS, NULL, NULL);
     }
 }
@@ -149,6 +141,8 @@ int bank_sign_in_handler(request_rec *r)
     in.ip = bank_client_ip(r);
     in.attempts = bank_conf_throttle_attempts(conf);
     in.window = bank_conf_throttle_window(conf);
+    in.addr_attempts = bank_conf_addr_attempts(conf);
+    in.addr_window = bank_conf_addr_window(conf);
     in.lifetime = bank_conf_token_lifetime(conf);
     in.now = apr_time_now();
     in.run = bank_verify_run;
@@ -160,6 +154,11 @@ int bank_sign_in_handler(request_rec *r)
                                       "mod_bank reads (scrypt or bcrypt)",
                       out.customer.id);
     }
+    if (out.prune_failed) {
+        ap_log_rerror(APLOG_MARK, APLOG_WARNING, 0, r,
+                      BANKLOGNO(0508) "could not prune sign-in throttle rows: %s",
+                      bank_db_error(db));
+    }
     if (drc != BANK_DB_OK) {
         return bank_error_db(r, db, drc, out.failed_at);
     }
@@ -170,11 +169,6 @@ int bank_sign_in_handler(request_rec *r)
                   BANKLOGNO(0507) "customer %s signed in, token id %s (%" APR_INT64_T_FMT
                                   " failures of this client cleared)",
                   out.customer.id, out.token_id, out.failures);
-    if (bank_sign_in_prune(db, &in) != BANK_DB_OK) {
-        ap_log_rerror(APLOG_MARK, APLOG_WARNING, 0, r,
-                      BANKLOGNO(0508) "could not prune sign-in throttle rows: %s",
-                      bank_db_error(db));
-    }
     r->user = apr_pstrdup(r->pool, out.customer.id);
     doc = bank_json_own(r->pool, json_object_new_object());
     json_object_object_add(doc, "token", token_json(out.token, out.expires));

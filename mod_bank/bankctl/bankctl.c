@@ -4,6 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <stdarg.h>
+#include <sys/stat.h>
 #include <apr_general.h>
 #include <apr_strings.h>
 #include <apr_file_info.h>
@@ -161,6 +162,9 @@ int main(int argc, const char *const *argv)
         return 1;
     }
     atexit(apr_terminate);
+    /* A database it creates holds password hashes, BVNs and dates of birth: owner only
+     * (SQLite gives -wal and -shm the database file's mode). docs/operations.md */
+    umask(077);
     apr_pool_create(&pool, NULL);
     /* In the pool, not on main's stack: the pool's cleanups (closing the database) run from
      * apr_terminate after main has returned. */

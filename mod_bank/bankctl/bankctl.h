@@ -44,8 +44,7 @@ typedef struct {
 void die(int code, const char *fmt, ...) __attribute__((format(printf, 2, 3), noreturn));
 
 /* args.c: options and values */
-apr_table_t *ctl_parse_opts(ctl_t *c, int argc, const char *const *argv,
-                            const ctl_command_t *cmd);
+apr_table_t *ctl_parse_opts(ctl_t *c, int argc, const char *const *argv, const ctl_command_t *cmd);
 const char *ctl_need(apr_table_t *o, const char *name, const char *cmd);
 void ctl_check_text(const char *cmd, const char *opt, const char *v, apr_size_t max);
 void ctl_check_phone(const char *cmd, const char *v);

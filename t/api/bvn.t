@@ -105,14 +105,14 @@ my $un = verifiable(no_record => 1);
 my $e  = assert_error(bvn_post($un), 422, 'E_VALIDATION_ERROR', 'unknown BVN');
 is(scalar @{ $e->{errors} }, 1, 'unknown BVN: one entry');
 is($e->{errors}[0]{field}, 'bvn_number', 'unknown BVN: on bvn_number');
-is($e->{errors}[0]{rule},  'exists',     'unknown BVN: rule exists');
+is($e->{errors}[0]{rule},  'bvn_mismatch', 'unknown BVN: rule bvn_mismatch');
 is(customer_row($un->{c}{id}), '|', 'unknown BVN: customer unchanged');
 is(account_count($un->{c}{id}), 0, 'unknown BVN: no account');
 
 my $dob = verifiable(dob => '1985-11-03');
 $e = assert_error(bvn_post($dob, dob => '1985-11-04'), 422, 'E_VALIDATION_ERROR', 'other date');
 is(scalar @{ $e->{errors} }, 1, 'other date: one entry');
-is($e->{errors}[0]{field}, 'date_of_birth', 'other date: on date_of_birth');
+is($e->{errors}[0]{field}, 'bvn_number', 'other date: on bvn_number, like an unknown BVN');
 unlike($e->{errors}[0]{message} . $e->{message}, qr/1985/, 'other date: the record is not shown');
 is(customer_row($dob->{c}{id}), '|', 'other date: customer unchanged');
 
@@ -168,13 +168,13 @@ is(account_count($c->{id}), 1, 'other BVNs: still one account');
 $e = assert_error(bvn_post($v, bvn => '123'), 422, 'E_VALIDATION_ERROR',
     'verified, then a malformed BVN');
 is($e->{errors}[0]{rule}, 'regex', 'verified, then a malformed BVN: rule regex');
-# The same BVN again is checked against the record like a first request: a wrong date is 422
-# on date_of_birth, not "already verified".
+# The same BVN again is checked against the record like a first request: a wrong date is the
+# 422 of any mismatch (t/api/bvn_throttle.t), not "already verified".
 $e = assert_error(bvn_post($v, dob => '1990-04-13'), 422, 'E_VALIDATION_ERROR',
     'verified, then the same BVN with a wrong date');
 is(scalar @{ $e->{errors} }, 1, 'same BVN, wrong date: one entry');
-is($e->{errors}[0]{field}, 'date_of_birth', 'same BVN, wrong date: on date_of_birth');
-is($e->{errors}[0]{rule},  'bvnMatch',      'same BVN, wrong date: rule bvnMatch');
+is($e->{errors}[0]{field}, 'bvn_number',   'same BVN, wrong date: on bvn_number');
+is($e->{errors}[0]{rule},  'bvn_mismatch', 'same BVN, wrong date: rule bvn_mismatch');
 is(account_count($c->{id}), 1, 'same BVN, wrong date: still one account');
 # The unused BVN stays free for its owner.
 my $own = verifiable(bvn => $other, no_record => 1);

@@ -89,7 +89,7 @@ sub race {
 # --- ten at once: twice as they come, twice with every request past the first check -------
 # Round 1 also records the token's first use (a write) while the account is being opened.
 # A request of one httpd process must never wait on SQLite for a lock its own process
-# holds: that stalled answers by 10 s and more (busy_timeout) before db.c's writer lock.
+# holds: that stalled answers by 10 s and more (busy_timeout) before the data layer's writer lock (bank_db.c).
 for my $round (1 .. 4) {
     my $forced  = $round > 2;
     my $v       = verifiable();

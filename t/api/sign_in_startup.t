@@ -5,42 +5,22 @@ use strict;
 use warnings FATAL => 'all';
 use Apache::Test qw(-withtestmore);
 use File::Temp qw(tempdir);
-use IO::Socket::INET;
 use LWP::UserAgent;
 use Bank::Test;
+use Bank::Docs qw(free_port private_conf);
 
 my $httpd = $ENV{APACHE_TEST_HTTPD} || '/usr/sbin/apache2';
 my $dir = tempdir(CLEANUP => 1, DIR => $ENV{BANK_TEST_ROOT} || '/tmp');
 chmod 0755, $dir;
 
-sub free_port {
-    my $s = IO::Socket::INET->new(Listen => 1, LocalAddr => '127.0.0.1', LocalPort => 0) or die $!;
-    my $port = $s->sockport;
-    close $s;
-    return $port;
-}
-
 # Starts httpd with $extra in its configuration; returns (port, error log text at start-up).
 sub start {
     my ($name, $extra) = @_;
     my $port = free_port();
-    my $user = $> == 0 ? "User nobody\nGroup nogroup" : '';
     open my $fh, '>', "$dir/$name.conf" or die $!;
-    print $fh <<"CONF";
-ServerRoot $dir
-ServerName localhost
-Listen 127.0.0.1:$port
-PidFile $dir/$name.pid
-ErrorLog $dir/$name.log
-LogLevel warn
-$user
-LoadModule mpm_event_module /usr/lib/apache2/modules/mod_mpm_event.so
-LoadModule authz_core_module /usr/lib/apache2/modules/mod_authz_core.so
-LoadModule dbd_module /usr/lib/apache2/modules/mod_dbd.so
-LoadModule bank_module $ENV{BANK_MODULE}
-DBDriver $ENV{BANK_DBDRIVER}
-DBDParams "$ENV{BANK_DBPARAMS}"
-DBDInitSQL "$ENV{BANK_DBINIT}"
+    print $fh private_conf($dir, $name, $port) . <<"CONF";
+# the suite's other failed sign-ins from 127.0.0.1 share the per-address count
+BankSignInAddressThrottle 1000000 300
 <Location /auth/sign_in>
     SetHandler bank-sign-in
 </Location>

@@ -175,6 +175,15 @@ my @cases = (
     ['charges', 'null',    'data.charges', 'required'],
     ['charges', '-1',      'data.charges', 'min'],
     ['charges', undef,     'data.charges', 'required'],
+    # integers beyond 64 bits: json-c keeps only the end of its range, never stored as such
+    ['amount',  '18446744073709551616', 'data.amount',  'max'],
+    ['amount',  '-9223372036854775809', 'data.amount',  'min'],
+    ['charges', '18446744073709551616', 'data.charges', 'range'],
+    ['charges', '-9223372036854775809', 'data.charges', 'range'],
+    ['clientRef', '18446744073709551616',  'data.clientRef', 'range'],
+    ['clientRef', '-99999999999999999999', 'data.clientRef', 'range'],
+    ['customerReference', '99999999999999999999999', 'data.customerReference', 'range'],
+    ['customerReference', '{"id":[1,18446744073709551616]}', 'data.customerReference', 'range'],
     (map { ([$_, '123', "data.$_", 'string'], [$_, '{}', "data.$_", 'string'],
            [$_, undef, "data.$_", 'required']) } @strings),
     ['currency', '""', 'data.currency', 'required'],
@@ -185,7 +194,7 @@ my @cases = (
 );
 for my $c (@cases) {
     my ($field, $raw, $path, $rule) = @$c;
-    my $nn   = notice(defined $raw ? () : ($field => undef));
+    my $nn   = notice(clientRef => 'x', customerReference => 'x', defined $raw ? () : ($field => undef));
     my $body = defined $raw ? with_raw($nn, $field, $raw) : notice_json($nn);
     my $name = "$path = " . ($raw // 'absent');
     my $d    = assert_error(deliver($body), 422, 'E_VALIDATION_ERROR', $name);
@@ -236,6 +245,17 @@ is(stored($n_null->{data}{transactionReference}, 'client_ref'), 'NULL', 'absent 
 is(stored($n_null->{data}{transactionReference}, 'customer_reference'), 'NULL',
     'null customerReference: NULL');
 push @distinct, [$n_null->{data}{transactionReference}, 'T100', 'partner'];
+# the largest integers json-c holds exactly are kept as sent
+my $n_edge = notice(clientRef => 'x', customerReference => 'x');
+my $t_edge = notice_json($n_edge);
+$t_edge =~ s/"clientRef":"x"/"clientRef":18446744073709551614/ or die;
+$t_edge =~ s/"customerReference":"x"/"customerReference":[-9223372036854775807]/ or die;
+answer_is(deliver($t_edge), $n_edge->{data}{transactionReference}, 0, 'largest 64-bit integers');
+is(stored($n_edge->{data}{transactionReference}, 'client_ref'), '18446744073709551614',
+    'largest 64-bit integers: clientRef as sent');
+is(stored($n_edge->{data}{transactionReference}, 'customer_reference'), '[-9223372036854775807]',
+    'largest 64-bit integers: customerReference as sent');
+push @distinct, [$n_edge->{data}{transactionReference}, 'T100', 'partner'];
 
 # --- walletId: the account and customer it belongs to --------------------------------------
 my $cust   = new_customer();

@@ -33,6 +33,8 @@ my ($rc, $out) = check_config(<<'OK');
 BankClientKey key-one-123 key-two-456
 BankTokenLifetime 60
 BankSignInThrottle 5 60
+BankSignInAddressThrottle 1000000 2592000
+BankBvnThrottle 1 1
 BankMaxBody 65536
 BankBanksMaxAge 0
 BankAccountBank "Example Bank Plc"
@@ -48,11 +50,87 @@ BankTokenCacheSeconds 0
     SetHandler bank-sign-in
     BankMaxBody 1024
     BankTokenLifetime 120
+    BankSignInAddressThrottle 50 300
+</Location>
+<Location /api/onboarding/bvn>
+    SetHandler bank-bvn
+    BankBvnThrottle 5 86400
 </Location>
 OK
 is($rc, 0, 'a valid configuration passes apache2 -t') or diag($out);
 
+# Every limit at its edge is accepted: docs/configuration.md gives these ranges.
+my $bank100 = "\x{c3}\x{89}" x 100;    # 100 characters (200 bytes of UTF-8)
+open my $kf, '>', "$dir/partner.key" or die $!;
+print $kf "k3y from the partner's file\n" =~ s/ /-/gr;
+close $kf;
+chmod 0600, "$dir/partner.key";
+open $kf, '>', "$dir/open.key" or die $!;
+print $kf "readable-by-all-123\n";
+close $kf;
+chmod 0644, "$dir/open.key";
+open $kf, '>', "$dir/spaced.key" or die $!;
+print $kf "has a space 12345\n";
+close $kf;
+chmod 0600, "$dir/spaced.key";
+
+my @good = (
+    ['BankTokenLifetime 31536000',              'the longest token lifetime'],
+    ['BankMaxBody 2',                           'the smallest body cap'],
+    ['BankMaxBody 16777216',                    'the largest body cap'],
+    ['BankBanksMaxAge 31536000',                'the longest bank-list max-age'],
+    ['BankSignInThrottle 1 1',                  'the smallest throttle'],
+    ['BankSignInThrottle 1000000 2592000',      'the largest throttle'],
+    ["BankAccountBank \"$bank100\"",            'a bank name of 100 characters'],
+    ['BankAccountBankCode 000',                 'a 3-digit code'],
+    ['BankAccountBankCode 123456',              'a 6-digit code'],
+    ['BankWebhookPartner ' . ('p' x 64),        'a partner name of 64 characters'],
+    ['BankClientKey 12345678',                  'a client key of 8 characters'],
+    ['BankWebhookSignature X-Sig sha256 "k3y!#%&*()[]{};:\\"\',.<>/?|`~^-"',
+        'an HMAC key of any printable characters, quoted'],
+    ['BankWebhookSignature X-Sig sha512 12345678', 'an HMAC key of 8 characters'],
+    ["BankWebhookSignature !#\$%&'*+-.^_`|~Sig sha256 key-12345678",
+        'a header name of every token character'],
+    ['BankWebhookSignature ' . ('H' x 64) . ' sha256 key-12345678', 'a header name of 64 characters'],
+    ["BankWebhookSignature X-Sig sha512 file:$dir/partner.key", 'an HMAC key read from a file'],
+);
+for my $g (@good) {
+    my ($line, $why) = @$g;
+    my ($rc2, $out2) = check_config($line);
+    is($rc2, 0, "accepted: $why") or diag("$line\n$out2");
+}
+
 my @bad = (
+    ['BankTokenLifetime 31536001',         'BankTokenLifetime', 'above the maximum'],
+    ['BankMaxBody 1',                      'BankMaxBody',       'below the minimum'],
+    ['BankMaxBody 16777217',               'BankMaxBody',       'above the maximum'],
+    ['BankBanksMaxAge 31536001',           'BankBanksMaxAge',   'above the maximum'],
+    ['BankBanksMaxAge -1',                 'BankBanksMaxAge',   'negative'],
+    ['BankSignInThrottle 1000001 60',      'BankSignInThrottle', 'too many attempts'],
+    ['BankSignInThrottle 5 2592001',       'BankSignInThrottle', 'window over 30 days'],
+    ['BankSignInThrottle 5 60 7',          'BankSignInThrottle', 'three arguments'],
+    ["BankAccountBank \"${bank100}x\"",    'BankAccountBank',   'a name of 101 characters'],
+    ["BankAccountBank \"tab\tname\"",      'BankAccountBank',   'a control character'],
+    ['BankAccountBankCode 1234',           'BankAccountBankCode', 'four digits'],
+    ['BankWebhookPartner ' . ('p' x 65),   'BankWebhookPartner', 'a name of 65 characters'],
+    ['BankWebhookPartner pay.stack',       'BankWebhookPartner', 'a dot'],
+    ['BankWebhookSignature X-Sig sha256 1234567',     'BankWebhookSignature', 'a key of 7 characters'],
+    ['BankWebhookSignature X-Sig sha256 "key with space"', 'BankWebhookSignature', 'a space in the key'],
+    ["BankWebhookSignature X-Sig sha256 \"key-\x{c3}\x{89}-123\"", 'BankWebhookSignature',
+        'a non-ASCII key'],
+    ['BankWebhookSignature X:Sig sha256 key-12345678', 'BankWebhookSignature', 'a colon in the header'],
+    ['BankWebhookSignature X@Sig sha256 key-12345678', 'BankWebhookSignature', 'an @ in the header'],
+    ['BankWebhookSignature ' . ('H' x 65) . ' sha256 key-12345678', 'BankWebhookSignature',
+        'a header name of 65 characters'],
+    ["BankWebhookSignature X-Sig sha256 file:$dir/missing.key", 'BankWebhookSignature',
+        'a missing key file'],
+    ["BankWebhookSignature X-Sig sha256 file:$dir/open.key", 'BankWebhookSignature',
+        'a key file others can read'],
+    ["BankWebhookSignature X-Sig sha256 file:$dir/spaced.key", 'BankWebhookSignature',
+        'a space in the key file'],
+    ["BankWebhookSignature X-Sig sha256 file:$dir", 'BankWebhookSignature',
+        'a directory as the key file'],
+
     ['BankTokenLifetime 59',               'BankTokenLifetime', 'below the minimum'],
     ['BankTokenLifetime 1h',               'BankTokenLifetime', 'not a number'],
     ['BankTokenLifetime -5',               'BankTokenLifetime', 'negative'],
@@ -62,6 +140,19 @@ my @bad = (
     ['BankSignInThrottle 0 60',            'BankSignInThrottle', 'zero attempts'],
     ['BankSignInThrottle 5 0',             'BankSignInThrottle', 'zero window'],
     ['BankSignInThrottle 5',               'BankSignInThrottle', 'one argument'],
+    ['BankSignInAddressThrottle 0 300',    'BankSignInAddressThrottle', 'zero attempts'],
+    ['BankSignInAddressThrottle 50 0',     'BankSignInAddressThrottle', 'zero window'],
+    ['BankSignInAddressThrottle 1000001 300', 'BankSignInAddressThrottle', 'over 1000000 attempts'],
+    ['BankSignInAddressThrottle 50 2592001', 'BankSignInAddressThrottle', 'window over 30 days'],
+    ['BankSignInAddressThrottle 50',       'BankSignInAddressThrottle', 'one argument'],
+    ['BankSignInAddressThrottle x 300',    'BankSignInAddressThrottle', 'not a number'],
+    ['BankBvnThrottle 0 86400',            'BankBvnThrottle',   'zero attempts'],
+    ['BankBvnThrottle 5 0',                'BankBvnThrottle',   'zero window'],
+    ['BankBvnThrottle 5 -1',               'BankBvnThrottle',   'negative window'],
+    ['BankBvnThrottle 1000001 86400',      'BankBvnThrottle',   'over 1000000 attempts'],
+    ['BankBvnThrottle 5 2592001',          'BankBvnThrottle',   'window over 30 days'],
+    ['BankBvnThrottle 5',                  'BankBvnThrottle',   'one argument'],
+    ['BankBvnThrottle 5 1d',               'BankBvnThrottle',   'unit suffix'],
     ['BankAccountBankCode 12',             'BankAccountBankCode', 'two digits'],
     ['BankAccountBankCode 0A1',            'BankAccountBankCode', 'letters'],
     ['BankAccountBank ""',                 'BankAccountBank',   'empty name'],

@@ -132,4 +132,13 @@ static __attribute__((unused)) const char *fixture_bvn(bank_db_t *db, const char
     return rec.bvn;
 }
 
+/* A customer and an identity record that matches them; the BVN. */
+static __attribute__((unused)) const char *fixture_verifiable(bank_db_t *db, const char *first,
+                                                              const char *last, const char *dob,
+                                                              bank_customer_t *c)
+{
+    fixture_customer(db, first, last, "pw", c);
+    return fixture_bvn(db, first, last, dob);
+}
+
 #endif

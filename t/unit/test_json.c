@@ -138,6 +138,23 @@ static void run_tests(apr_pool_t *p)
     CHECK(!OK_JSON(p, "{\"a\":\"\\u0000\"}"));
     CHECK(OK_JSON(p, "{\"a\":\"tab\\tnew\\nline\"}"));
 
+    /* An escaped backslash followed by the text u0000 is no NUL: runs of backslashes pair
+     * up, and only an odd run escapes the u. */
+    CHECK(OK_JSON(p, "{\"a\":\"a\\\\u0000b\"}"));
+    CHECK(OK_JSON(p, "{\"a\\\\u0000b\":1}"));
+    CHECK(OK_JSON(p, "{\"a\":\"\\\\\\\\u0000\"}"));    /* 4 backslashes */
+    CHECK(!OK_JSON(p, "{\"a\":\"\\\\\\u0000\"}"));     /* 3 */
+    CHECK(!OK_JSON(p, "{\"a\":\"\\\\\\\\\\u0000\"}")); /* 5 */
+    CHECK(!OK_JSON(p, "{\"a\":\"\\\"\\u0000\"}"));     /* \" then \u0000 */
+    CHECK(!OK_JSON(p, "{\"a\":\"\\u00001\",\"b\":\"u0000\"}"));
+    CHECK(OK_JSON(p, "{\"a\":\"\\u0001\",\"b\":\"u0000\"}"));
+    o = bank_json_parse_object(p, "{\"a\":\"a\\\\u0000b\"}", 17, &why);
+    CHECK(o && !why);
+    CHECK_STR(json_object_get_string(json_object_object_get(o, "a")), "a\\u0000b");
+    why = NULL;
+    CHECK(!bank_json_parse_object(p, "{\"a\":\"\\u0000\"}", 14, &why));
+    CHECK(why && strstr(why, "NUL"));
+
     /* numbers JSON cannot carry */
     CHECK(!OK_JSON(p, "{\"a\":NaN}"));
     CHECK(!OK_JSON(p, "{\"a\":Infinity}"));

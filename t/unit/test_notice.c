@@ -129,6 +129,18 @@ static void test_valid(apr_pool_t *p)
         CHECK_STR(n->client_ref, "{\"a\":[1,\"x\"]}");
         CHECK_STR(n->customer_reference, "\"CR-1\"");
     }
+    /* the largest integers json-c holds exactly, just inside its saturation points */
+    n = parse(p,
+              NOTICE(PAYMENTS, "0", "18446744073709551614",
+                     ",\"clientRef\":-9223372036854775807,"
+                     "\"customerReference\":[18446744073709551614,1e30]"),
+              &f);
+    CHECK_STR(f, "");
+    if (n) {
+        CHECK_STR(n->charges, "18446744073709551614");
+        CHECK_STR(n->client_ref, "-9223372036854775807");
+        CHECK_STR(n->customer_reference, "[18446744073709551614,1e30]");
+    }
     n = parse(p, NOTICE(PAYMENTS, "0", "1E2", ",\"clientRef\":null"), &f);
     CHECK_STR(f, "");
     CHECK(n && n->client_ref == NULL && !strcmp(n->charges, "1E2"));
@@ -147,6 +159,19 @@ static void test_types(apr_pool_t *p)
         {NOTICE(PAYMENTS, "-1", "1", ""), "data.amount:min"},
         {NOTICE(PAYMENTS, "9007199254740992", "1", ""), "data.amount:max"},
         {NOTICE(PAYMENTS, "99999999999999999999999", "1", ""), "data.amount:max"},
+        /* integers beyond 64 bits, which json-c saturates, in every numeric field */
+        {NOTICE(PAYMENTS, "18446744073709551616", "1", ""), "data.amount:max"},
+        {NOTICE(PAYMENTS, "-9223372036854775809", "1", ""), "data.amount:min"},
+        {NOTICE(PAYMENTS, "1", "18446744073709551616", ""), "data.charges:range"},
+        {NOTICE(PAYMENTS, "1", "99999999999999999999999", ""), "data.charges:range"},
+        {NOTICE(PAYMENTS, "1", "-9223372036854775809", ""), "data.charges:range"},
+        {NOTICE(PAYMENTS, "1", "1", ",\"clientRef\":18446744073709551616"), "data.clientRef:range"},
+        {NOTICE(PAYMENTS, "1", "1", ",\"clientRef\":-9223372036854775809"), "data.clientRef:range"},
+        {NOTICE(PAYMENTS, "1", "1", ",\"customerReference\":99999999999999999999"),
+         "data.customerReference:range"},
+        {NOTICE(PAYMENTS, "1", "1", ",\"customerReference\":{\"id\":[1,-99999999999999999999]}"),
+         "data.customerReference:range"},
+        {NOTICE(PAYMENTS, "1", "1", ",\"clientRef\":1e999999"), "(not JSON)"},
         {NOTICE(PAYMENTS, "1", "\"10.5\"", ""), "data.charges:number"},
         {NOTICE(PAYMENTS, "1", "[]", ""), "data.charges:number"},
         {NOTICE(PAYMENTS, "1", "-0.5", ""), "data.charges:min"},

@@ -13,6 +13,8 @@ static bank_onboard_verdict run(bank_db_t *db, bank_onboard_t *st, const char *c
     memset(st, 0, sizeof(*st));
     st->customer_id = customer;
     st->bvn = bvn;
+    st->attempts = 3;
+    st->window = 86400;
     CHECK(bank_onboard(db, st, dob, &bank) == BANK_DB_OK);
     return st->verdict;
 }
@@ -23,8 +25,7 @@ static void test_open_and_repeat(bank_db_t *db)
     bank_onboard_t st;
     const char *bvn, *account;
 
-    fixture_customer(db, "Ada", "Obi", "pw", &c);
-    bvn = fixture_bvn(db, "ADA", " obi ", "1990-01-31");
+    bvn = fixture_verifiable(db, "Ada", "Obi", "1990-01-31", &c);
     CHECK(run(db, &st, c.id, bvn, "1990-01-31") == BANK_ONBOARD_DONE);
     CHECK(st.record == BANK_RECORD_OK && st.opening && st.opened);
     CHECK_STR(st.customer.bvn, bvn);
@@ -57,8 +58,7 @@ static void test_record(bank_db_t *db)
     bank_onboard_t st;
     const char *bvn;
 
-    fixture_customer(db, "Ngozi", "Eze", "pw", &c);
-    bvn = fixture_bvn(db, "Ngozi", "Eze", "1985-06-15");
+    bvn = fixture_verifiable(db, "Ngozi", "Eze", "1985-06-15", &c);
     run(db, &st, c.id, "99999999999", "1985-06-15");
     CHECK(st.record == BANK_RECORD_UNKNOWN && !st.opening);
     run(db, &st, c.id, bvn, "1985-06-16");
@@ -80,8 +80,7 @@ static void test_odd_states(bank_db_t *db)
 
     CHECK(run(db, &st, bank_uuid4(p), "12345678901", "1990-01-01") == BANK_ONBOARD_NO_CUSTOMER);
     /* Verified with this BVN but no account: data to repair, never a second opening. */
-    fixture_customer(db, "Tunde", "Bello", "pw", &c);
-    bvn = fixture_bvn(db, "Tunde", "Bello", "1970-03-03");
+    bvn = fixture_verifiable(db, "Tunde", "Bello", "1970-03-03", &c);
     CHECK(bank_store_customer_set_bvn(db, c.id, bvn, "ABCDEFGH", bank_time_iso(p, apr_time_now()),
                                       &changed) == BANK_DB_OK &&
           changed == 1);
@@ -131,6 +130,8 @@ static void test_halfway(bank_db_t *db)
     memset(&st, 0, sizeof(st));
     st.customer_id = c.id;
     st.bvn = bvn;
+    st.attempts = 3;
+    st.window = 86400;
     CHECK(bank_onboard(db, &st, "1999-09-09", &bank) != BANK_DB_OK);
     CHECK(st.opening && !st.opened && st.retries == 0);
     CHECK(st.failed_at && strstr(st.failed_at, "(account)") != NULL);
@@ -143,12 +144,37 @@ static void test_halfway(bank_db_t *db)
     CHECK(run(db, &st, c.id, bvn, "1999-09-09") == BANK_ONBOARD_DONE && st.opened);
 }
 
+/* Mismatches are counted per customer (3 allowed here); past the limit every attempt is
+ * refused unchecked, right or wrong, and a match clears the count. */
+static void test_throttle(bank_db_t *db)
+{
+    bank_customer_t c;
+    bank_onboard_t st;
+    const char *bvn;
+
+    bvn = fixture_verifiable(db, "Musa", "Bala", "1980-08-08", &c);
+    run(db, &st, c.id, bvn, "1980-08-09");
+    CHECK(st.record == BANK_RECORD_DOB && !st.throttled && st.count.remaining == 2);
+    run(db, &st, c.id, bvn, "1980-08-08");
+    CHECK(st.verdict == BANK_ONBOARD_DONE && st.opened && !st.throttled);
+    /* the match cleared the count: three more mismatches are each answered as such */
+    run(db, &st, c.id, bvn, "1980-08-10");
+    run(db, &st, c.id, bvn, "1980-08-10");
+    run(db, &st, c.id, bvn, "1980-08-10");
+    CHECK(st.record == BANK_RECORD_DOB && !st.throttled && st.count.remaining == 0);
+    run(db, &st, c.id, bvn, "1980-08-10");
+    CHECK(st.throttled && st.count.failures == 3 && st.count.retry_after >= 1);
+    run(db, &st, c.id, bvn, "1980-08-08");
+    CHECK(st.throttled && st.record == BANK_RECORD_OK && !st.opened);
+}
+
 static void all(bank_db_t *db)
 {
     test_open_and_repeat(db);
     test_record(db);
     test_odd_states(db);
     test_halfway(db);
+    test_throttle(db);
 }
 
 static void run_tests(apr_pool_t *p)

@@ -6,10 +6,26 @@
 #include "bank_sign_in.h"
 #include "bank_token.h"
 
+/* Two failures per (e-mail, IP) and four per IP in a minute. */
+static bank_sign_in_t request(const char *email, const char *password, const char *ip)
+{
+    bank_sign_in_t in = {.email = email,
+                         .password = password,
+                         .device = "device-1",
+                         .ip = ip,
+                         .attempts = 2,
+                         .window = 60,
+                         .addr_attempts = 4,
+                         .addr_window = 60,
+                         .lifetime = 3600,
+                         .now = apr_time_now()};
+    return in;
+}
+
 static bank_sign_in_verdict attempt(bank_db_t *db, const char *email, const char *password,
                                     const char *ip, bank_sign_in_result_t *out)
 {
-    bank_sign_in_t in = {email, password, "device-1", ip, 2, 60, 3600, apr_time_now()};
+    bank_sign_in_t in = request(email, password, ip);
 
     CHECK(bank_sign_in(db, &in, out) == BANK_DB_OK);
     return out->verdict;
@@ -84,19 +100,45 @@ static void test_unknown_and_malformed(bank_db_t *db)
     CHECK_STR(out.customer.id, c.id);
 }
 
+/* The IP's own budget, whatever the e-mail: spent, every attempt is refused unverified. */
+static void test_address(bank_db_t *db)
+{
+    bank_customer_t c;
+    bank_sign_in_result_t out;
+    int i;
+
+    fixture_customer(db, "Ada", "Obi", "right", &c);
+    for (i = 1; i <= 4; i++) {
+        CHECK(attempt(db, apr_psprintf(bank_db_pool(db), "spray%d@example.com", i), "x",
+                      "192.0.2.9", &out) == BANK_SIGN_IN_REFUSED);
+    }
+    CHECK(attempt(db, "spray5@example.com", "x", "192.0.2.9", &out) == BANK_SIGN_IN_ADDRESS);
+    CHECK(out.limit == 4 && out.address.failures == 4 && out.retry_after >= 1);
+    CHECK(attempt(db, c.email, "right", "192.0.2.9", &out) == BANK_SIGN_IN_ADDRESS);
+    CHECK(!out.token);
+    CHECK(attempt(db, c.email, "right", "192.0.2.10", &out) == BANK_SIGN_IN_OK);
+}
+
+/* A failure prunes rows whose window ended long ago. */
 static void test_prune(bank_db_t *db)
 {
     apr_pool_t *p = bank_db_pool(db);
-    bank_sign_in_t in = {"old@example.com", "x", "d", "192.0.2.7", 2, 60, 3600, apr_time_now()};
+    bank_sign_in_result_t out;
     bank_throttle_t t;
-    const char *long_ago = bank_time_iso(p, in.now - apr_time_from_sec(3 * 86400));
+    apr_time_t now = apr_time_now();
+    const char *long_ago = bank_time_iso(p, now - apr_time_from_sec(3 * 86400));
+    const char *older = bank_time_iso(p, now - apr_time_from_sec(4 * 86400));
 
-    CHECK(bank_store_throttle_fail(db, "old@example.com", "192.0.2.7", long_ago, long_ago, &t) ==
-          BANK_DB_OK);
-    CHECK(bank_sign_in_prune(db, &in) == BANK_DB_OK);
-    CHECK(bank_store_throttle_get(db, "old@example.com", "192.0.2.7",
-                                  bank_time_iso(p, in.now - apr_time_from_sec(4 * 86400)),
-                                  &t) == BANK_DB_NOT_FOUND);
+    CHECK(bank_store_count_fail(db, BANK_COUNTS_SIGN_IN, "old@example.com", "192.0.2.7", long_ago,
+                                long_ago, &t) == BANK_DB_OK);
+    CHECK(bank_store_count_get(db, BANK_COUNTS_SIGN_IN, "old@example.com", "192.0.2.7", older,
+                               &t) == BANK_DB_OK &&
+          t.failures == 1);
+    CHECK(attempt(db, "someone@example.com", "x", "192.0.2.8", &out) == BANK_SIGN_IN_REFUSED);
+    CHECK(!out.prune_failed);
+    CHECK(bank_store_count_get(db, BANK_COUNTS_SIGN_IN, "old@example.com", "192.0.2.7", older,
+                               &t) == BANK_DB_OK &&
+          t.failures == 0);
 }
 
 static void test_retry_after(void)
@@ -104,10 +146,10 @@ static void test_retry_after(void)
     apr_time_t now = APR_INT64_C(1795333222123) * 1000;
 
     /* 2026-11-22T07:40:22.123Z started 20.5 s ago, a 60 s window: 40 s left, rounded up. */
-    CHECK(bank_sign_in_retry_after("2026-11-22T07:40:01.623Z", 60, now) == 40);
-    CHECK(bank_sign_in_retry_after("2026-11-22T07:38:00.000Z", 60, now) == 1);  /* expired */
-    CHECK(bank_sign_in_retry_after("2026-11-22T07:45:00.000Z", 60, now) == 60); /* ahead */
-    CHECK(bank_sign_in_retry_after("garbage", 60, now) == 60);
+    CHECK(bank_throttle_retry_after("2026-11-22T07:40:01.623Z", 60, now) == 40);
+    CHECK(bank_throttle_retry_after("2026-11-22T07:38:00.000Z", 60, now) == 1);  /* expired */
+    CHECK(bank_throttle_retry_after("2026-11-22T07:45:00.000Z", 60, now) == 60); /* ahead */
+    CHECK(bank_throttle_retry_after("garbage", 60, now) == 60);
 }
 
 /* A host runner with no room (bank_sign_in_runner_fn), and one that runs the job here. */
@@ -130,21 +172,18 @@ static void test_runner(bank_db_t *db)
 {
     bank_customer_t c;
     bank_sign_in_result_t out;
-    bank_sign_in_t in = {NULL, "wrong", "device-1", "192.0.2.8", 2, 60, 3600, apr_time_now()};
-    bank_throttle_t t;
+    bank_sign_in_t in;
     int calls = 0;
 
     fixture_customer(db, "Ada", "Obi", "right", &c);
-    in.email = c.email;
+    in = request(c.email, "wrong", "192.0.2.8");
     /* No room: BUSY, the password not verified and no failure counted. */
     in.run = full;
     in.run_baton = &calls;
     CHECK(bank_sign_in(db, &in, &out) == BANK_DB_OK);
     CHECK(out.verdict == BANK_SIGN_IN_BUSY && calls == 1 && !out.token);
-    CHECK(bank_store_throttle_get(db, bank_ascii_lower(bank_db_pool(db), c.email), "192.0.2.8",
-                                  bank_time_iso(bank_db_pool(db), in.now - apr_time_from_sec(60)),
-                                  &t) == BANK_DB_NOT_FOUND);
-    /* The verification goes through the runner, once per sign-in, right or wrong. */
+    /* The verification goes through the runner, once per sign-in, right or wrong; the
+     * wrong one is the first failure counted (the BUSY one was not). */
     in.run = here;
     CHECK(bank_sign_in(db, &in, &out) == BANK_DB_OK);
     CHECK(out.verdict == BANK_SIGN_IN_REFUSED && calls == 2 && out.failures == 1);
@@ -160,6 +199,7 @@ static void all(bank_db_t *db)
     test_throttle(db);
     test_unknown_and_malformed(db);
     test_prune(db);
+    test_address(db);
 }
 
 static void run_tests(apr_pool_t *p)

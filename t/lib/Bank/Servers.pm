@@ -25,7 +25,8 @@ use Apache::Test qw(-withtestmore);
 use Apache::TestRequest ();
 use Bank::Test qw(json_request db_value);
 
-our @EXPORT_OK = qw(require_pgsql main_server start_server concurrent pg_stop pg_start pg_hold);
+our @EXPORT_OK = qw(require_pgsql require_sqlite main_server start_server concurrent pg_stop pg_start
+  pg_hold);
 
 # Skips the whole file unless the suite runs on PostgreSQL. The harness prints the reason
 # ("skipped: needs PostgreSQL ...") and scripts/run-tests repeats it in its summary.
@@ -33,6 +34,14 @@ sub require_pgsql {
     my ($why) = @_;
     return if ($ENV{BANK_DBDRIVER} // '') eq 'pgsql';
     plan(skip_all => "needs PostgreSQL (make test DB=pgsql): $why");
+    exit 0;
+}
+
+# The same the other way round, for faults only a SQLite file can have.
+sub require_sqlite {
+    my ($why) = @_;
+    return if ($ENV{BANK_DBDRIVER} // '') eq 'sqlite3';
+    plan(skip_all => "needs SQLite (make test): $why");
     exit 0;
 }
 
@@ -77,8 +86,12 @@ sub pg_hold {
 
 # ---- servers -------------------------------------------------------------------------------
 
+# The Apache::Test server, or one of its virtual hosts by name (its error log is the same).
 sub main_server {
+    my ($vhost) = @_;
+    Apache::TestRequest::module($vhost) if $vhost;
     (my $base = Apache::TestRequest::resolve_url('/')) =~ s{/$}{};
+    Apache::TestRequest::module('default') if $vhost;
     return bless { base => $base, main => 1 }, 'Bank::Servers::One';
 }
 

@@ -1,0 +1,39 @@
+/* Inside the data layer only (bank_db.c, bank_db_txn.c): the handle's fields and the
+ * helpers both files use. */
+#ifndef BANK_DB_INTERNAL_H
+#define BANK_DB_INTERNAL_H
+
+#include "bank_db.h"
+
+struct bank_db_s {
+    const apr_dbd_driver_t *driver;
+    apr_dbd_t *handle;
+    apr_hash_t *prepared;       /* label -> apr_dbd_prepared_t * */
+    apr_pool_t *pool;           /* results and error texts */
+    apr_dbd_transaction_t *txn; /* the sqlite3 driver's; PostgreSQL's are plain statements */
+    int in_txn;                 /* between bank_db_begin and bank_db_end */
+    int txn_failed;  /* a statement failed inside the transaction: it can only roll back */
+    int txn_cleanup; /* the pool cleanup that rolls back a forgotten txn is registered */
+    const char *error;
+    bank_db_recover_fn recover;
+    void *recover_baton;
+    int conn_lost;
+    /* SQLite refused a write (SQLITE_READONLY: the file, its directory or the file system is
+     * read-only to httpd's User); the module then tries a new connection (mod_bank_db.c). */
+    int read_only;
+    /* SQLite in a threaded server: the process's writer lock, else NULL; holding: this
+     * connection holds it. */
+    apr_thread_mutex_t *writer_lock;
+    int holding;
+};
+
+/* A failed driver call's text kept and its kind: BANK_DB_BUSY or BANK_DB_ERROR. Inside a
+ * transaction it can then only roll back. */
+bank_db_rc bank_db_classify(bank_db_t *db, int rv);
+/* After a failed statement: 1 if running it once more is both useful and safe (bank_db.c). */
+int bank_db_retry(bank_db_t *db, bank_db_rc rc, int read_only);
+/* SQLite's per-process writer lock: 1 if this call took it (then release it). */
+int bank_db_hold(bank_db_t *db);
+void bank_db_release(bank_db_t *db);
+
+#endif

@@ -1,0 +1,146 @@
+/* The data layer's transactions (bank_db.h): begin, end, and bank_db_transaction, which
+ * runs a callback between a BEGIN and a COMMIT or ROLLBACK. SQLite's go through the driver
+ * under the process's writer lock; PostgreSQL's are plain statements. */
+#include <string.h>
+#include "bank_db.h"
+#include "bank_db_internal.h"
+
+/* A transaction still open when its pool goes away (an early return between begin and
+ * end) is rolled back, so the pooled connection never goes back to mod_dbd inside one. A
+ * pre-cleanup: it runs before mod_dbd's release and before subpools (where the connection
+ * lives with DBDPersist Off) are destroyed. */
+static apr_status_t rollback_open_txn(void *data)
+{
+    bank_db_t *db = data;
+    if (db->in_txn) {
+        bank_db_end(db, 0);
+    }
+    return APR_SUCCESS;
+}
+
+/* PostgreSQL transactions are plain statements: apr-util 1.6's pgsql transaction_start
+ * dereferences a NULL transaction when BEGIN fails with a result, as it does on a connection
+ * the server closed (a restart), which would crash the httpd child. The same round trip
+ * counts the session's prepared statements: none means libpq re-opened the connection under
+ * mod_dbd, and the module repairs it before the transaction (inside one, every prepared
+ * statement would fail). */
+static bank_db_rc pg_begin(bank_db_t *db, int *fresh)
+{
+    const char *count = NULL;
+    bank_db_rc rc;
+    int n = 0,
+        rv = bank_db_query_value(db, "BEGIN; SELECT count(*) FROM pg_prepared_statements", &count);
+
+    if (rv != 0) {
+        rc = bank_db_classify(db, rv);
+        /* never leave a half-begun transaction on the connection (fails fast if lost) */
+        apr_dbd_query(db->driver, db->handle, &n, "ROLLBACK");
+        return rc;
+    }
+    *fresh = count && strcmp(count, "0") == 0;
+    return BANK_DB_OK;
+}
+
+static int pg_end(bank_db_t *db, const char *sql)
+{
+    int n = 0;
+    return apr_dbd_query(db->driver, db->handle, &n, sql);
+}
+
+/* The sqlite3 driver's BEGIN, under the writer lock until bank_db_end. */
+static bank_db_rc sqlite_begin(bank_db_t *db)
+{
+    bank_db_rc rc;
+    int rv;
+
+    bank_db_hold(db);
+    if ((rv = apr_dbd_transaction_start(db->driver, db->pool, db->handle, &db->txn)) == 0) {
+        return BANK_DB_OK;
+    }
+    rc = bank_db_classify(db, rv);
+    /* the driver keeps a failed BEGIN's transaction on the handle: end it, or every later
+     * statement on this pooled connection would report the same error */
+    if (db->txn) {
+        apr_dbd_transaction_mode_set(db->driver, db->txn, APR_DBD_TRANSACTION_ROLLBACK);
+        apr_dbd_transaction_end(db->driver, db->pool, db->txn);
+        db->txn = NULL;
+    }
+    bank_db_release(db);
+    return rc;
+}
+
+bank_db_rc bank_db_begin(bank_db_t *db)
+{
+    bank_db_rc rc;
+    int fresh = 0;
+
+    db->txn = NULL; /* the driver allocates it; a stale pointer would be reused */
+    db->txn_failed = 0;
+    db->in_txn = 0;
+    if (!bank_db_is_pgsql(db)) {
+        rc = sqlite_begin(db);
+    } else {
+        rc = pg_begin(db, &fresh);
+        if (bank_db_retry(db, rc, 1)) {
+            rc = pg_begin(db, &fresh);
+        } else if (rc == BANK_DB_OK && fresh && db->recover) {
+            pg_end(db, "ROLLBACK");
+            bank_db_recover(db);
+            rc = pg_begin(db, &fresh);
+        }
+    }
+    if (rc != BANK_DB_OK) {
+        return rc;
+    }
+    db->in_txn = 1;
+    if (!db->txn_cleanup) {
+        /* A pre-cleanup: with DBDPersist Off the connection lives in a subpool of r->pool,
+         * destroyed before r->pool's own cleanups run. */
+        apr_pool_pre_cleanup_register(db->pool, db, rollback_open_txn);
+        db->txn_cleanup = 1;
+    }
+    return BANK_DB_OK;
+}
+
+bank_db_rc bank_db_end(bank_db_t *db, int commit)
+{
+    int failed = db->txn_failed, rv;
+
+    if (!db->in_txn) {
+        return BANK_DB_ERROR;
+    }
+    if (bank_db_is_pgsql(db)) {
+        rv = pg_end(db, commit && !failed ? "COMMIT" : "ROLLBACK");
+    } else {
+        if (!commit || failed) {
+            apr_dbd_transaction_mode_set(db->driver, db->txn, APR_DBD_TRANSACTION_ROLLBACK);
+        }
+        rv = apr_dbd_transaction_end(db->driver, db->pool, db->txn);
+    }
+    db->txn = NULL;
+    db->in_txn = 0;
+    db->txn_failed = 0;
+    bank_db_release(db);
+    if (rv != 0) {
+        return bank_db_classify(db, rv);
+    }
+    return failed && commit ? BANK_DB_ERROR : BANK_DB_OK;
+}
+
+bank_db_rc bank_db_transaction(bank_db_t *db, bank_db_txn_fn fn, void *baton)
+{
+    bank_db_rc rc = bank_db_begin(db);
+    const char *err;
+
+    if (rc != BANK_DB_OK) {
+        return rc;
+    }
+    rc = fn(db, baton);
+    if (rc == BANK_DB_OK) {
+        return bank_db_end(db, 1);
+    }
+    err = db->error;
+    bank_db_end(db, 0);
+    db->error = err; /* the cause, not the rollback's echo of it */
+    return rc == BANK_DB_ROLLBACK ? BANK_DB_OK : rc;
+}

@@ -1,0 +1,101 @@
+# docs/deployment.md's production httpd.conf (the block marked
+# docs-test: deployment-production-conf), run as written: TLS with a self-signed key made
+# here, PostgreSQL under `make test DB=pgsql` and, on SQLite, with its database section
+# replaced by the block marked docs-test: deployment-sqlite-db. Only the placeholders the
+# document lists are replaced (port, directories, mod_bank.so, DBDParams, the partner's
+# addresses). The server must pass apache2 -t, start, answer every endpoint over TLS, and log
+# nothing at warn or worse at start-up or after a graceful restart.
+use strict;
+use warnings FATAL => 'all';
+use Apache::Test qw(-withtestmore);
+use File::Temp qw(tempdir);
+use Bank::Test;
+use Bank::Docs qw(doc_block substitute free_port run_user spew slurp exercise bad_log_lines);
+
+plan skip_all => 'needs mod_ssl (Debian apache2)'
+  unless -e '/usr/lib/apache2/modules/mod_ssl.so';
+my $pg   = $ENV{BANK_DBDRIVER} eq 'pgsql';
+my $what = $pg ? 'deployment (PostgreSQL)' : 'deployment (SQLite)';
+diag('the PostgreSQL variant of this file runs under make test DB=pgsql') unless $pg;
+my $work = $ENV{BANK_TEST_ROOT};
+my $dir  = tempdir(CLEANUP => 1, DIR => $work);
+chmod 0755, $dir;
+mkdir "$dir/$_" for qw(run log etc ssl lib);
+my $port = free_port();
+my $root = $> == 0;
+
+my $conf = doc_block('docs/deployment.md', 'deployment-production-conf');
+if (!$pg) {
+    my $sqlite = doc_block('docs/deployment.md', 'deployment-sqlite-db');
+    ok($conf =~ s/^# ---- the database: PostgreSQL.*?(?=^# ----)/$sqlite\n/ms,
+        "$what: the PostgreSQL section is there to replace");
+} else {
+    ok($conf =~ s/^DBDParams ".*"$/DBDParams "$ENV{BANK_DBPARAMS}"/m,
+        "$what: placeholder DBDParams is there");
+}
+$conf = substitute($conf, $what,
+    'Listen 443'                           => "Listen 127.0.0.1:$port",
+    '<VirtualHost *:443>'                  => "<VirtualHost *:$port>",
+    '/run/apache2'                         => "$dir/run",
+    '/var/log/apache2'                     => "$dir/log",
+    '/etc/ssl/mod_bank'                    => "$dir/ssl",
+    '/etc/mod_bank'                        => "$dir/etc",
+    '/usr/lib/apache2/modules/mod_bank.so' => $ENV{BANK_MODULE},
+    $pg ? () : ('/var/lib/mod_bank' => "$dir/lib"));
+ok($conf =~ s/^(\s*Require ip)(?: [\d.\/]+)+$/$1 127.0.0.1/m,
+    "$what: placeholder the partner's addresses is there");
+spew("$dir/httpd.conf", $conf);
+
+my ($client_key) = $conf =~ /^BankClientKey (\S+)/m;
+my ($secret)     = $conf =~ /^\s*BankWebhookSecret (\S+)/m;
+my ($sig_header, $key_file) = $conf =~ /^\s*BankWebhookSignature (\S+) sha512 file:(\S+)/m;
+ok($sig_header && $key_file, "$what: the webhook's HMAC key is read from a file");
+
+# The partner's key: printable characters a token68 rule would refuse; owner-only, as the
+# document says.
+my $hmac_key = q{pk_live:"2026"/#!$};
+spew($key_file, "$hmac_key\n");
+chmod 0600, $key_file;
+
+# A self-signed certificate for the document's ServerName; not a CA certificate (mod_ssl
+# warns about one).
+my ($name) = $conf =~ /^ServerName (\S+)/m;
+spew("$dir/ssl/req.cnf", "[req]\ndistinguished_name = dn\nx509_extensions = ext\nprompt = no\n"
+      . "[dn]\nCN = $name\n[ext]\nbasicConstraints = critical, CA:FALSE\n"
+      . "keyUsage = digitalSignature, keyEncipherment\nextendedKeyUsage = serverAuth\n"
+      . "subjectAltName = DNS:$name\n");
+my $out = `openssl req -x509 -newkey rsa:2048 -nodes -days 2 -config $dir/ssl/req.cnf -keyout $dir/ssl/$name.key -out $dir/ssl/$name.crt 2>&1`;
+is($?, 0, "$what: openssl makes a key and certificate") or diag($out);
+chmod 0600, "$dir/ssl/$name.key";
+
+if (!$pg) {
+    # The database as the document says: its file and directory belong to www-data.
+    my $runas = $root ? 'runuser -u www-data -- ' : '';
+    system('chown', 'www-data:www-data', "$dir/lib") if $root;
+    local $ENV{BANK_SQL_DIR} = "$work/sql";
+    my $m = `${runas}$work/bin/bankctl --db sqlite:$dir/lib/bank.db migrate 2>&1`;
+    is($?, 0, "$what: bankctl migrate as www-data") or diag($m);
+}
+local $ENV{BANK_CTL} = $pg ? $ENV{BANK_CTL}
+  : ($root ? 'runuser -u www-data -- ' : '') . "$work/bin/bankctl --db 'sqlite:$dir/lib/bank.db'";
+
+my $h = Bank::Docs::Httpd->new(args => ['-f', "$dir/httpd.conf"], port => $port, scheme => 'https',
+    log => "$dir/log/mod_bank-error.log", pidfile => "$dir/run/apache2.pid");
+$h->check_syntax($what);
+$h->start($what) or BAIL_OUT("$what: the production configuration does not serve");
+
+my %keys = (client_key => $client_key, webhook_secret => $secret, hmac_key => $hmac_key,
+    hmac_header => $sig_header);
+exercise($h->base, $what, %keys);
+sleep 1;
+is(join("\n", bad_log_lines($h->log_since(0))), '', "$what: nothing at warn or worse after a start");
+
+my $mark = $h->log_mark;
+$h->graceful($what);
+exercise($h->base, "$what after a graceful restart", %keys);
+sleep 1;
+is(join("\n", bad_log_lines($h->log_since($mark))), '',
+    "$what: nothing at warn or worse after a graceful restart");
+$h->stop;
+
+done_testing();

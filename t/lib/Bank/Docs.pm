@@ -1,0 +1,252 @@
+package Bank::Docs;
+# Helpers for testing the documentation as written (t/api/docs_*.t): the configuration
+# blocks of README.md and docs/deployment.md, found by their marker comment
+# (<!-- docs-test: NAME --> right above the fence), placeholders replaced, started as a
+# private httpd, every endpoint called and the error log read.
+#
+#   my $conf = doc_block('README.md', 'readme-debian-conf');
+#   $conf = substitute($conf, 'README', '/var/lib/mod_bank/bank.db' => "$dir/bank.db", ...);
+#   my $h = Bank::Docs::Httpd->new(args => ['-f', $file], port => $port, log => $errlog);
+#   $h->check_syntax; $h->start; exercise($h->base, 'README', client_key => ...);
+#   $h->graceful; $h->stop;
+use strict;
+use warnings FATAL => 'all';
+use Exporter 'import';
+use IO::Socket::INET ();
+use LWP::UserAgent ();
+use Apache::Test qw(-withtestmore);
+use Bank::Test;
+use Bank::BvnTest qw(next_bvn);
+use Bank::Webhook qw(notice notice_json hmac);
+
+our @EXPORT_OK = qw(doc_block substitute free_port run_user slurp spew exercise bad_log_lines
+  private_conf);
+
+sub slurp {
+    my ($f) = @_;
+    open my $fh, '<', $f or die "$f: $!";
+    local $/;
+    return <$fh>;
+}
+
+sub spew {
+    my ($f, $text) = @_;
+    open my $fh, '>', $f or die "$f: $!";
+    print $fh $text;
+    close $fh or die "$f: $!";
+}
+
+# The fenced block right after <!-- docs-test: NAME --> in FILE (the suite's own copy).
+sub doc_block {
+    my ($file, $name) = @_;
+    my ($block) = slurp($file) =~ /^<!-- docs-test: \Q$name\E -->\n```\w*\n(.*?)^```/ms;
+    ok(defined $block, "$file: the block marked docs-test: $name") or BAIL_OUT("no $name in $file");
+    return $block;
+}
+
+# Replaces each placeholder (exact text, every occurrence). Each must be there: a document
+# that no longer says it fails here instead of testing something else.
+sub substitute {
+    my ($text, $what, @pairs) = @_;
+    while (my ($from, $to) = splice @pairs, 0, 2) {
+        my $n = ($text =~ s/\Q$from\E/$to/g);
+        ok($n, "$what: placeholder '$from' is there");
+    }
+    return $text;
+}
+
+sub free_port {
+    my $s = IO::Socket::INET->new(Listen => 1, LocalAddr => '127.0.0.1', LocalPort => 0,
+        Proto => 'tcp') or die "no free port: $!";
+    my $port = $s->sockport;
+    close $s;
+    return $port;
+}
+
+# The user httpd's children run as: the documents' www-data when the suite runs as root;
+# otherwise httpd cannot switch users and keeps the one running the suite.
+sub run_user { return $> == 0 ? 'www-data' : scalar getpwuid($>) }
+
+# The head of a small httpd.conf of a test's own on the suite's database: ServerRoot $dir,
+# files named $name there, listening on @ports, children as the test server's (nobody when
+# run as root), the modules mod_bank needs, and the database of scripts/run-tests.
+sub private_conf {
+    my ($dir, $name, @ports) = @_;
+    my $user = $> == 0 ? "User nobody\nGroup nogroup\n" : '';
+    return "ServerRoot $dir\nServerName localhost\n"
+      . join('', map { "Listen 127.0.0.1:$_\n" } @ports) . <<"CONF";
+PidFile $dir/$name.pid
+ErrorLog $dir/$name.log
+DefaultRuntimeDir $dir
+LogLevel warn
+$user
+LoadModule mpm_event_module /usr/lib/apache2/modules/mod_mpm_event.so
+LoadModule authz_core_module /usr/lib/apache2/modules/mod_authz_core.so
+LoadModule dbd_module /usr/lib/apache2/modules/mod_dbd.so
+LoadModule bank_module $ENV{BANK_MODULE}
+DBDriver $ENV{BANK_DBDRIVER}
+DBDParams "$ENV{BANK_DBPARAMS}"
+DBDInitSQL "$ENV{BANK_DBINIT}"
+CONF
+}
+
+# Lines of an error log at warn level or worse. One is the host's, not the configuration's:
+# mod_ssl built against a newer OpenSSL than the libssl3 installed (AH01882; an up-to-date
+# Debian 12 does not log it: apt-get install --only-upgrade libssl3). It is reported, not
+# counted.
+sub bad_log_lines {
+    my ($text) = @_;
+    my @bad = grep { /\[[\w:]*(warn|error|crit|alert|emerg)\]/ } split /\n/, $text;
+    my @skew = grep { /AH01882: / } @bad;
+    diag("the host's libssl3 is older than mod_ssl's: $skew[0]") if @skew;
+    return grep { !/AH01882: / } @bad;
+}
+
+# Calls every endpoint at $base and checks the answers. Options: client_key, webhook_secret,
+# hmac_key and hmac_header (when the configuration requires a signature), webhook_path.
+sub exercise {
+    my ($base, $what, %o) = @_;
+    my $ua = LWP::UserAgent->new(keep_alive => 0, timeout => 30,
+        ssl_opts => { verify_hostname => 0, SSL_verify_mode => 0 });
+    my $req = sub { my ($m, $p, %r) = @_; return json_request($m, "$base$p", %r, ua => $ua) };
+
+    my $c   = new_customer();
+    my $bvn = next_bvn();
+    bankctl('bvn', 'add', '--bvn', $bvn, '--dob', '1990-04-12', '--first', $c->{first},
+        '--last', $c->{last}, '--phone', $c->{phone});
+    my %creds = (email => $c->{email}, password => $c->{password}, deviceToken => 'docs-device');
+
+    my $res = $req->(POST => '/auth/sign_in', body => \%creds,
+        headers => { Authorization => "Bearer $o{client_key}" });
+    is($res->code, 200, "$what: sign-in answers 200") or diag($res->as_string);
+    my $token = ((decode_body($res) || {})->{body} || {})->{token}{token} // '';
+    like($token, qr/^oat_/, "$what: sign-in issues a token");
+    assert_error($req->(POST => '/auth/sign_in', body => \%creds,
+            headers => { Authorization => 'Bearer not-the-client-key' }),
+        401, 'E_UNAUTHORIZED_ACCESS', "$what: sign-in with another client key");
+
+    $res = $req->(GET => '/misc/payment_banks', headers => { Authorization => "Bearer $token" });
+    is($res->code, 200, "$what: banks answers 200") or diag($res->as_string);
+    my $banks = ((decode_body($res) || {})->{body} || {})->{banks} || [];
+    cmp_ok(scalar @$banks, '>=', 30, "$what: banks lists the seeded banks");
+    assert_error($req->(GET => '/misc/payment_banks'), 401, 'E_UNAUTHORIZED_ACCESS',
+        "$what: banks without a token");
+
+    $res = $req->(POST => '/onboarding/bvn', headers => { Authorization => "Bearer $token" },
+        body => { bvn_number => $bvn, date_of_birth => '1990-04-12' });
+    is($res->code, 200, "$what: BVN answers 200") or diag($res->as_string);
+    my $d = decode_body($res) || {};
+    is($d->{message}, 'BVN verified successfully', "$what: BVN verified");
+    like((($d->{body} || {})->{customer} || {})->{account}{details}{accountNumber} // '',
+        qr/^\d{10}$/, "$what: BVN opens an account with a NUBAN");
+
+    my $n    = notice();
+    my $text = notice_json($n);
+    my %h    = (Authorization => "Bearer $o{webhook_secret}");
+    $h{ $o{hmac_header} } = hmac($text, $o{hmac_key}, 'sha512') if $o{hmac_key};
+    my $path = $o{webhook_path} // '/webhook/partner';
+    $res = $req->(POST => $path, headers => \%h, body => $text);
+    is($res->code, 200, "$what: webhook answers 200") or diag($res->as_string);
+    is_deeply((decode_body($res) || {})->{body},
+        { received => JSON::PP::true(), duplicate => JSON::PP::false(),
+          transactionReference => $n->{data}{transactionReference} },
+        "$what: webhook stores the notice");
+    if ($o{hmac_key}) {
+        $h{ $o{hmac_header} } = hmac($text, 'not-the-partner-key', 'sha512');
+        assert_error($req->(POST => $path, headers => \%h, body => $text), 401,
+            'E_INVALID_SIGNATURE', "$what: webhook signed with another key");
+    }
+    return;
+}
+
+# A private httpd started from a documented configuration.
+package Bank::Docs::Httpd;
+use strict;
+use warnings FATAL => 'all';
+use Apache::Test qw(-withtestmore);
+
+# args: apache2's arguments naming the configuration (-d, -f); port; log: its error log;
+# scheme (http or https).
+sub new {
+    my ($class, %o) = @_;
+    my $self = bless { httpd => $ENV{APACHE_TEST_HTTPD} || '/usr/sbin/apache2', scheme => 'http',
+        %o }, $class;
+    return $self;
+}
+
+sub base { my ($self) = @_; return "$self->{scheme}://127.0.0.1:$self->{port}" }
+
+sub _run {
+    my ($self, @args) = @_;
+    my $cmd = join ' ', map { "'$_'" } $self->{httpd}, @{ $self->{args} }, @args;
+    my $out = `$cmd 2>&1`;
+    return ($? >> 8, $out);
+}
+
+sub log_mark { my ($self) = @_; return -s $self->{log} || 0 }
+
+sub log_since {
+    my ($self, $mark) = @_;
+    open my $fh, '<', $self->{log} or return '';
+    seek $fh, $mark, 0;
+    local $/;
+    return <$fh> // '';
+}
+
+sub check_syntax {
+    my ($self, $what) = @_;
+    my ($rc, $out) = $self->_run('-t');
+    is($rc, 0, "$what: apache2 -t accepts it") or diag($out);
+    is($out, "Syntax OK\n", "$what: apache2 -t says only Syntax OK");
+}
+
+sub _answers {
+    my ($self) = @_;
+    for (1 .. 150) {
+        my $s = IO::Socket::INET->new(PeerAddr => '127.0.0.1', PeerPort => $self->{port},
+            Proto => 'tcp');
+        return 1 if $s;
+        select undef, undef, undef, 0.1;
+    }
+    return 0;
+}
+
+# Starts it; 1 when it answers.
+sub start {
+    my ($self, $what) = @_;
+    my ($rc, $out) = $self->_run('-k', 'start');
+    is($rc, 0, "$what: httpd starts") or diag($out);
+    is($out, '', "$what: the start prints nothing");
+    $self->{started} = 1;
+    return ok($self->_answers, "$what: httpd answers") || diag($self->log_since(0));
+}
+
+sub _generations { my ($self) = @_; return () = $self->log_since(0) =~ /resuming normal operations/g }
+
+# A graceful restart; returns once the new generation logged that it runs.
+sub graceful {
+    my ($self, $what) = @_;
+    my $before = $self->_generations;
+    my ($rc, $out) = $self->_run('-k', 'graceful');
+    is($rc, 0, "$what: graceful restart") or diag($out);
+    for (1 .. 150) {
+        last if $self->_generations > $before;
+        select undef, undef, undef, 0.1;
+    }
+    ok($self->_generations > $before && $self->_answers, "$what: httpd answers after the restart");
+}
+
+sub stop {
+    my ($self) = @_;
+    return unless $self->{started} && !$self->{stopped}++;
+    $self->_run('-k', 'stop');
+    my $pidfile = $self->{pidfile};
+    for (1 .. 100) {
+        last unless $pidfile && -e $pidfile;
+        select undef, undef, undef, 0.1;
+    }
+}
+
+sub DESTROY { $_[0]->stop }
+
+1;

@@ -1,0 +1,87 @@
+/* The data layer (bank_db.c) on SQLite when the database refuses writes: a write refused as
+ * read-only is flagged (bank_db_read_only: the module answers 503 and replaces the
+ * connection, mod_bank/mod_bank_db.c), any other failed statement is not, and reads still
+ * work. The read-only connection is opened with a mode=ro URI: what SQLite does with a file
+ * it cannot write, and it works as root too (root writes any file whatever its mode). */
+#include "unit.h"
+
+#include <stdlib.h>
+#include <unistd.h>
+#include <apr_strings.h>
+
+#include "bank_sql.h"
+
+typedef struct {
+    const char *count;
+} count_row_t;
+static const bank_col_t count_cols[] = {BANK_COL(TEXT, count_row_t, count), BANK_COL_LAST};
+
+/* A connection to a database file with one table and its statements. Each write below has
+ * a statement of its own: the sqlite3 driver resets a statement before running it, and that
+ * reset reports the statement's last failure again. */
+static bank_db_t *open_db(apr_pool_t *p, const char *path)
+{
+    static const char *const writes[] = {"ins", "dup", "ro", "ro_txn", "after"};
+    const char *err = NULL;
+    bank_db_t *db = bank_db_open(p, "sqlite3", path, &err);
+    size_t i;
+
+    if (!db) {
+        fprintf(stderr, "cannot open %s: %s\n", path, err);
+        return NULL;
+    }
+    bank_db_query(db, "CREATE TABLE IF NOT EXISTS t (k TEXT PRIMARY KEY)");
+    for (i = 0; i < sizeof(writes) / sizeof(writes[0]); i++) {
+        bank_db_prepare(db, writes[i], "INSERT INTO t (k) VALUES (%s)", 1);
+    }
+    bank_db_prepare(db, "count", "SELECT count(*) FROM t", 1);
+    return db;
+}
+
+static const char *count(bank_db_t *db)
+{
+    count_row_t row;
+    return bank_db_row(db, "count", 0, NULL, count_cols, &row, sizeof(row)) == BANK_DB_OK
+               ? row.count
+               : NULL;
+}
+
+static void run_tests(apr_pool_t *p)
+{
+    char *path = apr_psprintf(p, "/tmp/bank-unit-sqlite-%ld.db", (long)getpid());
+    const char *a[] = {"one"}, *b[] = {"two"};
+    bank_db_t *rw, *ro;
+
+    unlink(path);
+    if (!(rw = open_db(p, path)) ||
+        !(ro = open_db(p, apr_pstrcat(p, "file:", path, "?mode=ro", (char *)NULL)))) {
+        CHECK(!"SQLite connections");
+        return;
+    }
+    CHECK(bank_db_exec(rw, "ins", NULL, 1, a) == BANK_DB_OK);
+    CHECK(!bank_db_read_only(rw));
+    /* a constraint failure is an error, not a read-only database */
+    CHECK(bank_db_exec(rw, "dup", NULL, 1, a) == BANK_DB_ERROR);
+    CHECK(!bank_db_read_only(rw));
+    CHECK(bank_db_writable(rw, bank_db_handle(rw)));
+
+    CHECK(bank_db_exec(ro, "ro", NULL, 1, b) == BANK_DB_ERROR);
+    CHECK(bank_db_read_only(ro));
+    CHECK(bank_db_error(ro) && strstr(bank_db_error(ro), "readonly"));
+    CHECK(!bank_db_writable(ro, bank_db_handle(ro)));
+    /* reads go on */
+    CHECK_STR(count(ro), "1");
+
+    /* inside a transaction too (on a connection not yet flagged): it rolls back, flagged
+     * the same */
+    ro = open_db(p, apr_pstrcat(p, "file:", path, "?mode=ro", (char *)NULL));
+    CHECK(ro && bank_db_begin(ro) == BANK_DB_OK);
+    CHECK(ro && bank_db_exec(ro, "ro_txn", NULL, 1, b) == BANK_DB_ERROR);
+    CHECK(ro && bank_db_end(ro, 1) == BANK_DB_ERROR);
+    CHECK(ro && bank_db_read_only(ro));
+
+    /* nothing was written; the other connection still writes */
+    CHECK(bank_db_exec(rw, "after", NULL, 1, b) == BANK_DB_OK);
+    CHECK_STR(count(rw), "2");
+    unlink(path);
+}
