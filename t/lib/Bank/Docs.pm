@@ -16,25 +16,13 @@ use IO::Socket::INET ();
 use LWP::UserAgent ();
 use Apache::Test qw(-withtestmore);
 use Bank::Test;
+use Bank::Test qw(slurp spew free_port);
 use Bank::BvnTest qw(next_bvn);
 use Bank::Webhook qw(notice notice_json hmac);
 
 our @EXPORT_OK = qw(doc_block substitute free_port run_user slurp spew exercise bad_log_lines
   private_conf);
 
-sub slurp {
-    my ($f) = @_;
-    open my $fh, '<', $f or die "$f: $!";
-    local $/;
-    return <$fh>;
-}
-
-sub spew {
-    my ($f, $text) = @_;
-    open my $fh, '>', $f or die "$f: $!";
-    print $fh $text;
-    close $fh or die "$f: $!";
-}
 
 # The fenced block right after <!-- docs-test: NAME --> in FILE (the suite's own copy).
 sub doc_block {
@@ -55,13 +43,6 @@ sub substitute {
     return $text;
 }
 
-sub free_port {
-    my $s = IO::Socket::INET->new(Listen => 1, LocalAddr => '127.0.0.1', LocalPort => 0,
-        Proto => 'tcp') or die "no free port: $!";
-    my $port = $s->sockport;
-    close $s;
-    return $port;
-}
 
 # The user httpd's children run as: the documents' www-data when the suite runs as root;
 # otherwise httpd cannot switch users and keeps the one running the suite.

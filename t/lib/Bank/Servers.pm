@@ -23,7 +23,7 @@ use LWP::UserAgent ();
 use POSIX ();
 use Apache::Test qw(-withtestmore);
 use Apache::TestRequest ();
-use Bank::Test qw(json_request db_value);
+use Bank::Test qw(json_request db_value slurp spew free_port);
 
 our @EXPORT_OK = qw(require_pgsql require_sqlite main_server start_server concurrent pg_stop pg_start
   pg_hold);
@@ -95,27 +95,6 @@ sub main_server {
     return bless { base => $base, main => 1 }, 'Bank::Servers::One';
 }
 
-sub _free_port {
-    my $s = IO::Socket::INET->new(Listen => 1, LocalAddr => '127.0.0.1', LocalPort => 0,
-        Proto => 'tcp') or die "no free port: $!";
-    my $port = $s->sockport;
-    close $s;
-    return $port;
-}
-
-sub _slurp {
-    my ($f) = @_;
-    open my $fh, '<', $f or die "$f: $!";
-    local $/;
-    return <$fh>;
-}
-
-sub _spew {
-    my ($f, $text) = @_;
-    open my $fh, '>', $f or die "$f: $!";
-    print $fh $text;
-    close $fh or die "$f: $!";
-}
 
 # Another httpd: the test server's httpd.conf and extra.conf with their own Listen, pid file,
 # logs and run-time directory, and without the test server's <VirtualHost>s. (extra => TEXT)
@@ -123,17 +102,17 @@ sub _spew {
 sub start_server {
     my (%o) = @_;
     my $vars = Apache::Test::vars();
-    my $port = _free_port();
+    my $port = free_port();
     my $dir  = "$ENV{BANK_TEST_ROOT}/server-$port";
     make_path("$dir/logs", "$dir/state");
 
-    my $extra = _slurp("$vars->{t_conf}/extra.conf");
+    my $extra = slurp("$vars->{t_conf}/extra.conf");
     $extra =~ s{^\s*Listen\s.*$}{}mg;
     $extra =~ s{^\s*<VirtualHost\b.*?^\s*</VirtualHost>\s*$}{}msg;
-    _spew("$dir/extra.conf", $extra . ($o{extra} // ''));
+    spew("$dir/extra.conf", $extra . ($o{extra} // ''));
 
     my @conf = ("Listen 127.0.0.1:$port");
-    for (split /\n/, _slurp("$vars->{t_conf}/httpd.conf")) {
+    for (split /\n/, slurp("$vars->{t_conf}/httpd.conf")) {
         next if /^\s*Listen\s/;
         s{^(\s*)ServerName\s.*}{${1}ServerName 127.0.0.1:$port};
         s{^(\s*)(PidFile|ErrorLog|TransferLog|ScriptSock|LockFile)\s+"?([^"]*?)"?\s*$}
@@ -143,7 +122,7 @@ sub start_server {
         s{^(\s*)Include\s+"?\S*/extra\.conf"?\s*$}{$1Include "$dir/extra.conf"};
         push @conf, $_;
     }
-    _spew("$dir/httpd.conf", join("\n", @conf) . "\n");
+    spew("$dir/httpd.conf", join("\n", @conf) . "\n");
 
     my $self = bless { base => "http://127.0.0.1:$port", port => $port, dir => $dir,
         conf => "$dir/httpd.conf", pidfile => "$dir/logs/httpd.pid", httpd => $vars->{httpd} },
@@ -174,7 +153,7 @@ sub concurrent {
             my ($server, $method, $path, %o) = @{ $jobs[$i] };
             my $ua  = LWP::UserAgent->new(keep_alive => 0, timeout => 60);
             my $res = json_request($method, $server->url($path), %o, ua => $ua);
-            _spew($file, $res->as_string("\n"));
+            spew($file, $res->as_string("\n"));
             POSIX::_exit(0);
         }
         push @kids, [$pid, $file];
@@ -184,7 +163,7 @@ sub concurrent {
     my @out;
     for my $k (@kids) {
         waitpid $k->[0], 0;
-        my $text = -e $k->[1] ? _slurp($k->[1]) : "599 no answer\n\n";
+        my $text = -e $k->[1] ? slurp($k->[1]) : "599 no answer\n\n";
         unlink $k->[1];
         push @out, HTTP::Response->parse($text);
     }

@@ -8,9 +8,35 @@ use JSON::PP ();
 use Apache::Test qw(-withtestmore);
 use Apache::TestRequest ();
 use Time::Local qw(timegm_modern);
+use IO::Socket::INET ();
 
 our @EXPORT = qw(json_request decode_body assert_error bankctl new_customer issue_token
   db_exec db_value db_bool db_time unique uuid4 error_log_since error_log_mark);
+our @EXPORT_OK = qw(slurp spew free_port);
+
+# A whole file, and a file written whole.
+sub slurp {
+    my ($f) = @_;
+    open my $fh, '<', $f or die "$f: $!";
+    local $/;
+    return <$fh>;
+}
+
+sub spew {
+    my ($f, $text) = @_;
+    open my $fh, '>', $f or die "$f: $!";
+    print $fh $text;
+    close $fh or die "$f: $!";
+}
+
+# A TCP port on 127.0.0.1 that nothing listens on now.
+sub free_port {
+    my $s = IO::Socket::INET->new(Listen => 1, LocalAddr => '127.0.0.1', LocalPort => 0,
+        Proto => 'tcp') or die "no free port: $!";
+    my $port = $s->sockport;
+    close $s;
+    return $port;
+}
 
 my $json = JSON::PP->new->canonical;
 my $seq  = 0;
