@@ -52,6 +52,8 @@ static const bank_col_t put_cols[] = {
 #define NOTICE_ROWS_4 NOTICE_ROWS_2 ", " NOTICE_ROWS_2
 #define NOTICE_ROWS_8 NOTICE_ROWS_4 ", " NOTICE_ROWS_4
 #define NOTICE_ROWS_16 NOTICE_ROWS_8 ", " NOTICE_ROWS_8
+#define NOTICE_ROWS_32 NOTICE_ROWS_16 ", " NOTICE_ROWS_16
+#define NOTICE_ROWS_64 NOTICE_ROWS_32 ", " NOTICE_ROWS_32
 /* Idempotent by the UNIQUE key: a repeat inserts nothing and returns no row, on any process,
  * even when the copies arrive at the same moment (or in the same statement). The owning
  * account (by its bank-side id, the notice's walletId: column17) is joined in the same
@@ -71,17 +73,16 @@ static const bank_col_t put_cols[] = {
     " ON CONFLICT (partner, transaction_reference, status_code) DO NOTHING"                        \
     " RETURNING partner, transaction_reference, status_code, account_id"
 
-/* The statements for 1, 2, 4, 8 and 16 notices: a batch is written in as few as it takes
+/* The statements for 1, 2, 4, ... 64 notices: a batch is written in as few as it takes
  * (on PostgreSQL each statement is a round trip and an executor start; measured with perf,
  * they were most of the server's time per notice). */
-#define PUT_MAX 16
+#define PUT_MAX 64
 static const struct {
     int rows;
     const char *label;
-} inserts[] = {{PUT_MAX, "bank_webhook_insert_16"},
-               {8, "bank_webhook_insert_8"},
-               {4, "bank_webhook_insert_4"},
-               {2, "bank_webhook_insert_2"},
+} inserts[] = {{PUT_MAX, "bank_webhook_insert_64"}, {32, "bank_webhook_insert_32"},
+               {16, "bank_webhook_insert_16"},      {8, "bank_webhook_insert_8"},
+               {4, "bank_webhook_insert_4"},        {2, "bank_webhook_insert_2"},
                {1, "bank_webhook_insert"}};
 
 /* clang-format off */
@@ -95,6 +96,8 @@ const bank_stmt_t bank_store_notice_sql[] = {
     {"bank_webhook_insert_4", NOTICE_INSERT(NOTICE_ROWS_4)},
     {"bank_webhook_insert_8", NOTICE_INSERT(NOTICE_ROWS_8)},
     {"bank_webhook_insert_16", NOTICE_INSERT(NOTICE_ROWS_16)},
+    {"bank_webhook_insert_32", NOTICE_INSERT(NOTICE_ROWS_32)},
+    {"bank_webhook_insert_64", NOTICE_INSERT(NOTICE_ROWS_64)},
     /* bankctl notices, newest first (notice_cols). */
     {"bank_notices_list",
      "SELECT partner, status, amount, charges, currency, narration, receiver_account_name,"
@@ -146,7 +149,7 @@ static int same_key(const bank_notice_put_t *put, const put_row *row)
            strcmp(put->n->status_code, row->status_code) == 0;
 }
 
-/* Writes puts[0..count) (1 to 16) with one statement, the smallest of inserts[] that holds
+/* Writes puts[0..count) (1 to PUT_MAX) with one statement, the smallest of inserts[] that holds
  * them, its extra rows filled with copies of the last notice (a copy is a repeat: ON
  * CONFLICT skips it, even within one statement). Each row the statement returns marks the
  * first notice of its key as written. */

@@ -66,13 +66,13 @@ static void test_batch(bank_db_t *db)
     CHECK(!puts[0]->added && puts[1]->added && stored(db, pre) == 4);
 }
 
-/* Nineteen notices (statements of 16, 2 and 1 rows), three keys twice, one naming an
- * account by its bank-side id. */
+/* Seventy notices (more than one statement holds: a transaction of two, 64 and 6 rows),
+ * three keys twice, one naming an account by its bank-side id. */
 static void test_big_batch(bank_db_t *db)
 {
     apr_pool_t *p = bank_db_pool(db);
     const char *pre = apr_psprintf(p, "BIG-%d-%d-", getpid(), ++seq);
-    bank_notice_put_t *puts[19];
+    bank_notice_put_t *puts[70];
     bank_customer_t c;
     bank_account_t a;
     int i, added = 0, matched = 0;
@@ -87,18 +87,18 @@ static void test_big_batch(bank_db_t *db)
     a.account_number = apr_psprintf(p, "%010d", (getpid() * 100 + seq) % 1000000000);
     a.created_at = a.updated_at = "2026-11-23T10:00:00.000Z";
     CHECK(bank_store_account_insert(db, &a) == BANK_DB_OK);
-    for (i = 0; i < 19; i++) {
-        puts[i] = put_of(db, apr_psprintf(p, "%s%02d", pre, i < 16 ? i : i - 16));
+    for (i = 0; i < 70; i++) {
+        puts[i] = put_of(db, apr_psprintf(p, "%s%02d", pre, i < 67 ? i : i - 67));
     }
     puts[5]->n = apr_pmemdup(p, puts[5]->n, sizeof(bank_notice_t));
     ((bank_notice_t *)puts[5]->n)->wallet_id = a.bank_account_id;
-    CHECK(bank_store_notices_put(db, puts, 19) == BANK_DB_OK);
-    CHECK(stored(db, pre) == 16);
-    for (i = 0; i < 19; i++) {
+    CHECK(bank_store_notices_put(db, puts, 70) == BANK_DB_OK);
+    CHECK(stored(db, pre) == 67);
+    for (i = 0; i < 70; i++) {
         added += puts[i]->added;
         matched += puts[i]->matched;
     }
-    CHECK(added == 16 && matched == 1);
+    CHECK(added == 67 && matched == 1);
 }
 
 /* A trigger refuses one reference: the whole batch holding it is rolled back. */
