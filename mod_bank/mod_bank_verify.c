@@ -3,10 +3,13 @@
  * 16 MiB, which OpenSSL allocates on every call. Run on the request's own thread, each of an
  * event MPM child's 25 threads ends up with that much in its own glibc arena, kept after the
  * flood (1.3 GiB measured after 20 s of 64 concurrent sign-ins). Here only `concurrency`
- * threads per process ever verify, so only their arenas grow and the memory is reused
- * between verifications without new page faults (a fixed M_MMAP_THRESHOLD would map and
- * fault in the 16 MiB on every call: 15-20% more CPU per verification, measured); when no
- * verification is running or waiting, malloc_trim gives it back to the system. A request
+ * threads per process ever verify, so at most that many work areas exist per process, and
+ * each is reused by the next verification without new page faults (a fixed
+ * M_MMAP_THRESHOLD would map and fault in the 16 MiB on every call: 12% more CPU per
+ * verification, measured with perf stat). When nothing runs or waits, malloc_trim returns
+ * what glibc lets it (the main arena's top, free pages inside arenas); a work area freed
+ * inside a thread arena below memory still in use stays mapped until it is reused (measured:
+ * about 16 MiB per verification thread after a flood, docs/configuration.md). A request
  * beyond `waiting` queued is refused at once (503) instead of holding a thread to wait. */
 #include <unistd.h>
 #include <httpd.h>
