@@ -19,6 +19,8 @@ HEADERS   := $(wildcard include/*.h mod_bank/*.h mod_bank/bankctl/*.h)
 # Where make install puts things; bankctl finds its SQL files there unless BANK_SQL_DIR says.
 PREFIX    ?= /usr/local
 SQLDIR    := $(PREFIX)/share/mod_bank/sql
+# Where the Debian package (make deb) puts the SQL files; its bankctl looks there.
+DEB_SQLDIR := /usr/share/mod_bank/sql
 UNIT_SRC  := $(wildcard t/unit/test_*.c)
 UNIT_BIN  := $(patsubst t/unit/%.c,$(BUILD)/unit/%,$(UNIT_SRC))
 # The ceilings scripts/bench measures beside the endpoints (raw KDF, raw SQLite INSERT).
@@ -29,7 +31,7 @@ FUZZ_SECONDS ?= 30
 FUZZ_SRC  := $(wildcard t/fuzz/fuzz_*.c)
 FUZZ_BIN  := $(patsubst t/fuzz/%.c,$(BUILD)/fuzz/%,$(FUZZ_SRC))
 
-.PHONY: all deps build run start stop test unit itest fuzz format lint clean bench memcheck install
+.PHONY: all deps build run start stop test unit itest fuzz format lint clean bench memcheck install deb
 all: build
 
 deps:
@@ -44,9 +46,12 @@ $(BUILD)/mod_bank.so: $(MOD_SRC) $(CORE_SRC) $(HEADERS)
 	    $(BUILD)/apxs.log; exit 1; }
 	@cp $(BUILD)/.libs/mod_bank.so $@.tmp && mv -f $@.tmp $@ && echo "built $@"
 
-$(BUILD)/bankctl: $(CTL_SRC) $(CORE_SRC) $(HEADERS)
-	@mkdir -p $(BUILD)
-	@echo "CC bankctl"; $(CC) -O2 -g $(WARN) -Iinclude $(APR_INC) -DBANK_SQL_DIR='"$(SQLDIR)"' \
+# The Debian package's bankctl (make deb) is the same program with the package's SQL
+# directory compiled in.
+$(BUILD)/deb/bankctl: SQLDIR := $(DEB_SQLDIR)
+$(BUILD)/bankctl $(BUILD)/deb/bankctl: $(CTL_SRC) $(CORE_SRC) $(HEADERS)
+	@mkdir -p $(@D)
+	@echo "CC $@"; $(CC) -O2 -g $(WARN) -Iinclude $(APR_INC) -DBANK_SQL_DIR='"$(SQLDIR)"' \
 	    -o $@ $(CTL_SRC) $(CORE_SRC) \
 	    -lapr-1 -laprutil-1 $(LIBS)
 
@@ -111,6 +116,11 @@ install: build
 	install -m 755 $(BUILD)/bankctl $(DESTDIR)$(PREFIX)/bin/bankctl
 	cp -r sql $(DESTDIR)$(PREFIX)/share/mod_bank/
 	install -m 644 conf/bank.conf $(DESTDIR)/etc/apache2/mod_bank/bank.conf
+
+# The Debian package build/libapache2-mod-bank_<version>_<arch>.deb (dpkg-deb, then lintian:
+# an error fails the build). Contents and use: docs/deployment.md.
+deb: build $(BUILD)/deb/bankctl
+	@./scripts/mkdeb $(BUILD)/deb/bankctl $(DEB_SQLDIR)
 
 format:
 	clang-format -i mod_bank/*.c mod_bank/*.h mod_bank/bankctl/*.[ch] include/*.h t/unit/*.c t/unit/*.h t/fuzz/*.c \

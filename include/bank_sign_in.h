@@ -12,6 +12,7 @@
 #include "bank_db.h"
 #include "bank_store.h"
 #include "bank_throttle.h"
+#include "bank_metrics.h"
 
 /* Tokens issued by sign-in may do everything; narrower ones come from bankctl token issue. */
 #define BANK_SIGN_IN_ABILITIES "[\"*\"]"
@@ -32,6 +33,7 @@ typedef struct {
     apr_int64_t addr_window;
     apr_int64_t lifetime; /* of the token, seconds (BankTokenLifetime) */
     apr_time_t now;
+    bank_metrics_t *metrics;    /* password verifications are counted there; NULL: not counted */
     bank_sign_in_runner_fn run; /* NULL: verify on the calling thread */
     void *run_baton;
 } bank_sign_in_t;

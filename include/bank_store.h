@@ -27,6 +27,8 @@ bank_db_rc bank_store_token_touch(bank_db_t *db, const char *id, const char *now
 bank_db_rc bank_store_token_insert(bank_db_t *db, const char *customer_id, const char *hash,
                                    const char *abilities, const char *now, const char *expires,
                                    const char **id);
+/* Deletes one token (sign-out); *count 0 when it was gone already. */
+bank_db_rc bank_store_token_delete(bank_db_t *db, const char *id, int *count);
 /* Deletes every token of a customer; *count how many. */
 bank_db_rc bank_store_token_revoke_all(bank_db_t *db, const char *customer_id, int *count);
 

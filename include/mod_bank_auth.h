@@ -6,6 +6,7 @@
 #include "bank_db.h"
 
 typedef struct {
+    const char *token_id; /* the bearer token's row (sign-out deletes it) */
     const char *customer_id;
     const char *abilities;
 } bank_principal_t;
@@ -22,6 +23,9 @@ int bank_customer_request(request_rec *r, apr_int64_t methods, const char *allow
                           const char *ability, bank_db_t **db, bank_principal_t **out);
 /* The per-process cache of verified tokens. */
 void bank_auth_child_init(apr_pool_t *pchild, server_rec *s);
+/* Drops a token from this process's cache (sign-out revoked it). Other processes keep
+ * theirs for at most BankTokenCacheSeconds. */
+void bank_auth_forget(request_rec *r, const char *token_id);
 /* The bearer value of the Authorization header, or NULL if absent or not "Bearer x". */
 const char *bank_bearer(request_rec *r);
 

@@ -31,6 +31,8 @@ const bank_stmt_t bank_store_auth_sql[] = {
      "INSERT INTO auth_access_tokens (tokenable_id, type, name, hash, abilities, created_at,"
      " updated_at, expires_at) VALUES ({uuid}, 'auth_token', NULL, %s, %s, %pDz, %pDz, %pDz)"
      " RETURNING id"},
+    {"bank_token_delete",
+     "DELETE FROM auth_access_tokens WHERE id = %lld AND type = 'auth_token'"},
     {"bank_token_revoke_all",
      "DELETE FROM auth_access_tokens WHERE tokenable_id = {uuid}"},
 
@@ -116,6 +118,12 @@ bank_db_rc bank_store_token_insert(bank_db_t *db, const char *customer_id, const
     }
     *id = row.id;
     return rc;
+}
+
+bank_db_rc bank_store_token_delete(bank_db_t *db, const char *id, int *count)
+{
+    const char *args[] = {id};
+    return bank_db_exec(db, "bank_token_delete", count, BANK_NARGS(args), args);
 }
 
 bank_db_rc bank_store_token_revoke_all(bank_db_t *db, const char *customer_id, int *count)

@@ -19,14 +19,21 @@
 #include "mod_bank_webhook.h"
 #include "mod_bank_verify.h"
 #include "mod_bank_auth.h"
+#include "mod_bank_metrics.h"
+#include "mod_bank_sign_out.h"
 
 static const struct {
     const char *name;
     int (*fn)(request_rec *r);
+    bank_endpoint_t endpoint; /* for the metrics; BANK_EP_NONE: not counted */
 } handlers[] = {
-    {"bank-sign-in", bank_sign_in_handler},      {"bank-bvn", bank_bvn_handler},
-    {"bank-banks", bank_banks_handler},          {"bank-webhook", bank_webhook_handler},
-    {"bank-error", bank_error_document_handler},
+    {"bank-sign-in", bank_sign_in_handler, BANK_EP_SIGN_IN},
+    {"bank-sign-out", bank_sign_out_handler, BANK_EP_SIGN_OUT},
+    {"bank-bvn", bank_bvn_handler, BANK_EP_BVN},
+    {"bank-banks", bank_banks_handler, BANK_EP_BANKS},
+    {"bank-webhook", bank_webhook_handler, BANK_EP_WEBHOOK},
+    {"bank-error", bank_error_document_handler, BANK_EP_NONE},
+    {"bank-metrics", bank_metrics_handler, BANK_EP_NONE},
 };
 
 /* A <Location /x> also catches /x/anything: each endpoint serves its own path (and a
@@ -58,10 +65,10 @@ static int bank_handler(request_rec *r)
     }
     for (i = 0; i < sizeof(handlers) / sizeof(handlers[0]); i++) {
         if (!strcmp(r->handler, handlers[i].name)) {
-            if (!serves_path(r)) {
-                return bank_error(r, BANK_E_ROUTE_NOT_FOUND, NULL, NULL);
-            }
-            return handlers[i].fn(r);
+            int rc = serves_path(r) ? handlers[i].fn(r)
+                                    : bank_error(r, BANK_E_ROUTE_NOT_FOUND, NULL, NULL);
+            bank_metrics_request(r, handlers[i].endpoint, rc);
+            return rc;
         }
     }
     return DECLINED;
@@ -132,6 +139,7 @@ static int bank_post_config(apr_pool_t *pconf, apr_pool_t *plog, apr_pool_t *pte
         return OK;
     }
     warn_unkeyed_servers(s);
+    bank_metrics_post_config(pconf, s);
     return bank_db_post_config(pconf, plog, ptemp, s);
 }
 
@@ -150,6 +158,7 @@ static void bank_register_hooks(apr_pool_t *p)
     (void)p;
     ap_hook_optional_fn_retrieve(bank_optional_fn_retrieve, NULL, NULL, APR_HOOK_MIDDLE);
     bank_db_register_hooks();
+    bank_metrics_register_hooks();
     ap_hook_post_config(bank_post_config, NULL, before_dbd, APR_HOOK_MIDDLE);
     ap_hook_child_init(bank_child_init, NULL, NULL, APR_HOOK_MIDDLE);
     ap_hook_map_to_storage(bank_map_to_storage, NULL, NULL, APR_HOOK_FIRST);

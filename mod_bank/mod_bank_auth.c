@@ -119,6 +119,15 @@ static void cache_touched(request_rec *r, const char *id, const char *last_used)
     apr_thread_mutex_unlock(tc.lock);
 }
 
+void bank_auth_forget(request_rec *r, const char *id)
+{
+    if (tc.lock) {
+        apr_thread_mutex_lock(tc.lock);
+        apr_hash_set(tc.tokens, cache_key(r, id), APR_HASH_KEY_STRING, NULL);
+        apr_thread_mutex_unlock(tc.lock);
+    }
+}
+
 static apr_time_t cache_max_age(request_rec *r)
 {
     return tc.lock ? apr_time_from_sec(bank_conf_token_cache(bank_conf(r))) : 0;
@@ -167,8 +176,8 @@ static void touch(request_rec *r, bank_db_t *db, const char *id, bank_token_row_
 
 /* The checks on a token row, wherever it came from: the secret's hash, expiry, ability.
  * OK with the principal, or the error answered. */
-static int check_row(request_rec *r, const char *secret, const bank_token_row_t *row,
-                     const char *ability, bank_principal_t **out)
+static int check_row(request_rec *r, const char *id, const char *secret,
+                     const bank_token_row_t *row, const char *ability, bank_principal_t **out)
 {
     apr_time_t exp;
     bank_principal_t *pr;
@@ -180,6 +189,7 @@ static int check_row(request_rec *r, const char *secret, const bank_token_row_t 
         return unauthorized(r, "expired token");
     }
     pr = apr_pcalloc(r->pool, sizeof(*pr));
+    pr->token_id = id;
     pr->customer_id = row->customer_id;
     pr->abilities = row->abilities;
     if (ability &&
@@ -205,7 +215,7 @@ static int from_cache(request_rec *r, const char *ability, bank_principal_t **ou
         !cache_get(r, id, max_age, &row) || !bank_token_verify(r->pool, secret, row.hash)) {
         return 0;
     }
-    if ((*rc = check_row(r, secret, &row, ability, out)) == OK) {
+    if ((*rc = check_row(r, id, secret, &row, ability, out)) == OK) {
         const char *seen = row.last_used_at;
         touch(r, NULL, id, &row);
         if (row.last_used_at != seen) {
@@ -236,7 +246,7 @@ int bank_authenticate(request_rec *r, bank_db_t *db, const char *ability, bank_p
     if (rc == BANK_DB_NOT_FOUND) {
         return unauthorized(r, "unknown or revoked token");
     }
-    if ((status = check_row(r, secret, &row, ability, out)) != OK) {
+    if ((status = check_row(r, id, secret, &row, ability, out)) != OK) {
         return status;
     }
     touch(r, db, id, &row);

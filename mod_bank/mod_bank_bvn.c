@@ -6,6 +6,7 @@
 #include <http_protocol.h>
 #include <http_request.h>
 #include "mod_bank.h"
+#include "mod_bank_metrics.h"
 #include "mod_bank_bvn.h"
 #include "mod_bank_config.h"
 #include "mod_bank_http.h"
@@ -81,6 +82,7 @@ static int record_refused(request_rec *r, const bank_onboard_t *st)
 
     bank_errors_add(errs, "bvn_number", "bvn_mismatch", BVN_MISMATCH);
     bank_rate_headers(r, st->attempts, st->count.remaining);
+    bank_metrics_outcome(r, BANK_M_BVN_MISMATCH);
     return bank_error_validation(r, errs);
 }
 
@@ -120,6 +122,7 @@ static int answer(request_rec *r, const bank_onboard_t *st)
         }
         body = bank_json_own(r->pool, json_object_new_object());
         json_object_object_add(body, "customer", customer_json(r->pool, st));
+        bank_metrics_outcome(r, st->opened ? BANK_M_BVN_VERIFIED : BANK_M_BVN_REPEAT);
         return bank_send_json(r, HTTP_OK, body,
                               st->opened ? "BVN verified successfully" : "BVN already verified");
     case BANK_ONBOARD_OTHER:

@@ -11,6 +11,7 @@
 #include "mod_bank.h"
 #include "mod_bank_db.h"
 #include "bank_sql.h"
+#include "mod_bank_metrics.h"
 #include <mod_dbd.h>
 
 APLOG_USE_MODULE(bank);
@@ -459,6 +460,7 @@ int bank_db_failed(request_rec *r, bank_db_t *db, bank_db_rc rc, const char *wha
 {
     const char *error;
 
+    bank_metrics_count_one(BANK_M_DB_ERRORS);
     if (!db) {
         return 1;
     }

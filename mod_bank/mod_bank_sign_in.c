@@ -5,6 +5,7 @@
 #include <http_protocol.h>
 #include <http_request.h>
 #include "mod_bank.h"
+#include "mod_bank_metrics.h"
 #include "mod_bank_sign_in.h"
 #include "mod_bank_config.h"
 #include "mod_bank_http.h"
@@ -145,6 +146,7 @@ int bank_sign_in_handler(request_rec *r)
     in.addr_window = bank_conf_addr_window(conf);
     in.lifetime = bank_conf_token_lifetime(conf);
     in.now = apr_time_now();
+    in.metrics = bank_metrics_block();
     in.run = bank_verify_run;
     in.run_baton = conf->verifier ? conf->verifier : bank_verifier_default();
     drc = bank_sign_in(db, &in, &out);

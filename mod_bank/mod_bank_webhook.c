@@ -15,6 +15,7 @@
 #include "mod_bank_http.h"
 #include "mod_bank_db.h"
 #include "mod_bank_auth.h"
+#include "mod_bank_metrics.h"
 #include "bank_json.h"
 #include "bank_notice.h"
 #include "bank_store.h"
@@ -309,6 +310,7 @@ int bank_webhook_handler(request_rec *r)
     if ((rc = store(r, n, partner, raw, &duplicate)) != OK) {
         return rc;
     }
+    bank_metrics_outcome(r, duplicate ? BANK_M_NOTICE_DUPLICATE : BANK_M_NOTICE_STORED);
     answer = bank_json_own(r->pool, json_object_new_object());
     json_object_object_add(answer, "received", json_object_new_boolean(1));
     json_object_object_add(answer, "duplicate", json_object_new_boolean(duplicate));

@@ -69,4 +69,15 @@ sub get  { my ($ua, $path, $token) = @_; return $ua->get("$base$path", Authoriza
     assert_error(get($ua, '/cached/banks', $forged), 401, 'E_UNAUTHORIZED_ACCESS',
         'cache 2 s: the same id with another secret is refused');
 }
+# --- sign-out: the process that answers it forgets the token at once -------------------------
+{
+    my $c  = new_customer();
+    my $t  = issue_token($c->{email});
+    my $ua = conn();
+    is(get($ua, '/cached/banks', $t)->code, 200, 'cache 2 s: a token verified and cached');
+    my $out = $ua->post("$base/auth/sign_out", Authorization => "Bearer $t");
+    is($out->code, 200, 'sign-out on the same connection (the same process)');
+    assert_error(get($ua, '/cached/banks', $t), 401, 'E_UNAUTHORIZED_ACCESS',
+        'cache 2 s: after its sign-out the token is refused at once on that process');
+}
 done_testing();

@@ -9,6 +9,7 @@ use Apache::Test qw(-withtestmore);
 use Apache::TestRequest ();
 use Time::Local qw(timegm_modern);
 use IO::Socket::INET ();
+use Bank::OpenAPI ();    # every answer checked against docs/openapi.yaml
 
 our @EXPORT = qw(json_request decode_body assert_error bankctl new_customer issue_token
   db_exec db_value db_bool db_time unique uuid4 error_log_since error_log_mark);

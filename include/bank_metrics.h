@@ -1,0 +1,69 @@
+/* Request metrics (docs/operations.md, "Metrics"): counters, a gauge and a latency histogram
+ * per endpoint in one plain struct, which the module keeps in shared memory so that every
+ * httpd process adds to the same numbers. Updates are atomic (APR's 64-bit atomics) and need
+ * no lock; rendering reads each number once. No httpd dependency. */
+#ifndef BANK_METRICS_H
+#define BANK_METRICS_H
+
+#include <apr_pools.h>
+#include <apr_time.h>
+
+/* The endpoints, as the `endpoint` label names them. */
+typedef enum {
+    BANK_EP_SIGN_IN,
+    BANK_EP_SIGN_OUT,
+    BANK_EP_BVN,
+    BANK_EP_BANKS,
+    BANK_EP_WEBHOOK,
+    BANK_EP_COUNT,
+    BANK_EP_NONE = -1 /* not an endpoint: not timed */
+} bank_endpoint_t;
+
+/* Every counter; bank_metrics.c gives each its metric family and label. */
+typedef enum {
+    BANK_M_SIGN_IN_OK,
+    BANK_M_SIGN_IN_WRONG,
+    BANK_M_SIGN_IN_THROTTLED,
+    BANK_M_SIGN_IN_REFUSED,
+    BANK_M_TOKEN_REFUSED,
+    BANK_M_BVN_VERIFIED,
+    BANK_M_BVN_REPEAT,
+    BANK_M_BVN_MISMATCH,
+    BANK_M_BVN_THROTTLED,
+    BANK_M_BVN_IN_USE,
+    BANK_M_BVN_OTHER,
+    BANK_M_BVN_INVALID,
+    BANK_M_NOTICE_STORED,
+    BANK_M_NOTICE_DUPLICATE,
+    BANK_M_NOTICE_REFUSED,
+    BANK_M_DB_ERRORS,
+    BANK_M_UNAVAILABLE,
+    BANK_M_COUNT
+} bank_metric_t;
+
+/* Histogram upper bounds, in microseconds; one more slot counts what is above the last. */
+#define BANK_METRICS_BOUNDS 11
+
+typedef struct {
+    apr_uint64_t slot[BANK_METRICS_BOUNDS + 1]; /* observations in (previous bound, bound] */
+    apr_uint64_t sum_usec;
+} bank_histogram_t;
+
+typedef struct {
+    apr_uint64_t counter[BANK_M_COUNT];
+    apr_uint64_t password_waiting; /* gauge: password verifications under way */
+    bank_histogram_t latency[BANK_EP_COUNT];
+} bank_metrics_t;
+
+void bank_metrics_count(bank_metrics_t *m, bank_metric_t c);
+/* One request of endpoint e that took `took`. */
+void bank_metrics_observe(bank_metrics_t *m, bank_endpoint_t e, apr_interval_time_t took);
+/* A password verification starts (delta 1) or ends (delta -1). */
+void bank_metrics_waiting(bank_metrics_t *m, int delta);
+
+/* The `endpoint` label of e ("sign_in", ...). */
+const char *bank_metrics_endpoint(bank_endpoint_t e);
+/* Everything in Prometheus's text exposition format (version 0.0.4). */
+const char *bank_metrics_prometheus(apr_pool_t *p, const bank_metrics_t *m);
+
+#endif

@@ -1,0 +1,151 @@
+/* Request metrics: atomic updates and the Prometheus text rendering (include/bank_metrics.h,
+ * docs/operations.md "Metrics"). */
+#include <apr_atomic.h>
+#include <apr_strings.h>
+#include "bank_metrics.h"
+
+static const char *const endpoint_names[BANK_EP_COUNT] = {"sign_in", "sign_out", "bvn", "banks",
+                                                          "webhook"};
+
+/* Prometheus's default buckets from 5 ms to 10 s: sign-in spends ~60 ms in scrypt alone, the
+ * others a few milliseconds unless the database waits. */
+static const apr_int64_t bound_usec[BANK_METRICS_BOUNDS] = {
+    5000, 10000, 25000, 50000, 100000, 250000, 500000, 1000000, 2500000, 5000000, 10000000};
+static const char *const bound_text[BANK_METRICS_BOUNDS] = {
+    "0.005", "0.01", "0.025", "0.05", "0.1", "0.25", "0.5", "1", "2.5", "5", "10"};
+
+/* Each counter's family, label (NULL: none) and, on the first of a family, its help text. */
+static const struct {
+    const char *family, *label, *help;
+} counters[BANK_M_COUNT] = {
+    [BANK_M_SIGN_IN_OK] = {"bank_sign_ins_total", "outcome=\"ok\"",
+                           "Sign-ins by outcome: ok (token issued), wrong (unknown e-mail or wrong "
+                           "password), throttled (429), refused (client key missing or wrong)."},
+    [BANK_M_SIGN_IN_WRONG] = {"bank_sign_ins_total", "outcome=\"wrong\"", NULL},
+    [BANK_M_SIGN_IN_THROTTLED] = {"bank_sign_ins_total", "outcome=\"throttled\"", NULL},
+    [BANK_M_SIGN_IN_REFUSED] = {"bank_sign_ins_total", "outcome=\"refused\"", NULL},
+    [BANK_M_TOKEN_REFUSED] = {"bank_bearer_tokens_refused_total", NULL,
+                              "Customer bearer tokens refused (401): missing, malformed, unknown, "
+                              "revoked or expired."},
+    [BANK_M_BVN_VERIFIED] = {"bank_bvn_verifications_total", "outcome=\"verified\"",
+                             "BVN verifications by outcome: verified (account opened), repeat "
+                             "(already verified, same BVN), mismatch, throttled, in_use, "
+                             "other_bvn, invalid (a field's format)."},
+    [BANK_M_BVN_REPEAT] = {"bank_bvn_verifications_total", "outcome=\"repeat\"", NULL},
+    [BANK_M_BVN_MISMATCH] = {"bank_bvn_verifications_total", "outcome=\"mismatch\"", NULL},
+    [BANK_M_BVN_THROTTLED] = {"bank_bvn_verifications_total", "outcome=\"throttled\"", NULL},
+    [BANK_M_BVN_IN_USE] = {"bank_bvn_verifications_total", "outcome=\"in_use\"", NULL},
+    [BANK_M_BVN_OTHER] = {"bank_bvn_verifications_total", "outcome=\"other_bvn\"", NULL},
+    [BANK_M_BVN_INVALID] = {"bank_bvn_verifications_total", "outcome=\"invalid\"", NULL},
+    [BANK_M_NOTICE_STORED] = {"bank_notices_total", "outcome=\"stored\"",
+                              "Partner notices: stored, duplicate (already stored), refused "
+                              "(any 4xx answer)."},
+    [BANK_M_NOTICE_DUPLICATE] = {"bank_notices_total", "outcome=\"duplicate\"", NULL},
+    [BANK_M_NOTICE_REFUSED] = {"bank_notices_total", "outcome=\"refused\"", NULL},
+    [BANK_M_DB_ERRORS] = {"bank_db_errors_total", NULL,
+                          "Database failures: no connection, or a statement that failed."},
+    [BANK_M_UNAVAILABLE] = {"bank_unavailable_responses_total", NULL,
+                            "Answers 503 E_UNAVAILABLE (database, or a webhook without secret)."},
+};
+
+void bank_metrics_count(bank_metrics_t *m, bank_metric_t c)
+{
+    apr_atomic_inc64(&m->counter[c]);
+}
+
+void bank_metrics_waiting(bank_metrics_t *m, int delta)
+{
+    if (delta > 0) {
+        apr_atomic_inc64(&m->password_waiting);
+    } else {
+        apr_atomic_dec64(&m->password_waiting);
+    }
+}
+
+void bank_metrics_observe(bank_metrics_t *m, bank_endpoint_t e, apr_interval_time_t took)
+{
+    int i = 0;
+
+    if (e < 0 || e >= BANK_EP_COUNT) {
+        return;
+    }
+    if (took < 0) {
+        took = 0;
+    }
+    while (i < BANK_METRICS_BOUNDS && took > bound_usec[i]) {
+        i++;
+    }
+    apr_atomic_inc64(&m->latency[e].slot[i]);
+    apr_atomic_add64(&m->latency[e].sum_usec, (apr_uint64_t)took);
+}
+
+const char *bank_metrics_endpoint(bank_endpoint_t e)
+{
+    return e >= 0 && e < BANK_EP_COUNT ? endpoint_names[e] : "none";
+}
+
+static const char *family_head(apr_pool_t *p, const char *name, const char *type, const char *help)
+{
+    return apr_psprintf(p, "# HELP %s %s\n# TYPE %s %s\n", name, help, name, type);
+}
+
+static const char *render_counters(apr_pool_t *p, const bank_metrics_t *m)
+{
+    const char *out = "";
+    int c;
+
+    for (c = 0; c < BANK_M_COUNT; c++) {
+        apr_uint64_t v = apr_atomic_read64((volatile apr_uint64_t *)&m->counter[c]);
+
+        if (counters[c].help) {
+            out =
+                apr_pstrcat(p, out, family_head(p, counters[c].family, "counter", counters[c].help),
+                            (char *)NULL);
+        }
+        out = apr_psprintf(p, "%s%s%s%s%s %" APR_UINT64_T_FMT "\n", out, counters[c].family,
+                           counters[c].label ? "{" : "", counters[c].label ? counters[c].label : "",
+                           counters[c].label ? "}" : "", v);
+    }
+    return out;
+}
+
+/* One endpoint's series; buckets are cumulative and the +Inf bucket is the count, so the
+ * three always agree even while other processes add observations. */
+static const char *render_histogram(apr_pool_t *p, const bank_histogram_t *h, const char *ep)
+{
+    const char *name = "bank_request_duration_seconds", *out = "";
+    apr_uint64_t total = 0, sum;
+    int i;
+
+    for (i = 0; i <= BANK_METRICS_BOUNDS; i++) {
+        total += apr_atomic_read64((volatile apr_uint64_t *)&h->slot[i]);
+        out = apr_psprintf(p, "%s%s_bucket{endpoint=\"%s\",le=\"%s\"} %" APR_UINT64_T_FMT "\n", out,
+                           name, ep, i < BANK_METRICS_BOUNDS ? bound_text[i] : "+Inf", total);
+    }
+    sum = apr_atomic_read64((volatile apr_uint64_t *)&h->sum_usec);
+    return apr_psprintf(p,
+                        "%s%s_sum{endpoint=\"%s\"} %" APR_UINT64_T_FMT ".%06" APR_UINT64_T_FMT
+                        "\n%s_count{endpoint=\"%s\"} %" APR_UINT64_T_FMT "\n",
+                        out, name, ep, sum / 1000000, sum % 1000000, name, ep, total);
+}
+
+const char *bank_metrics_prometheus(apr_pool_t *p, const bank_metrics_t *m)
+{
+    const char *out = render_counters(p, m);
+    int e;
+
+    out = apr_psprintf(
+        p, "%s%sbank_password_verifications_waiting %" APR_UINT64_T_FMT "\n", out,
+        family_head(p, "bank_password_verifications_waiting", "gauge",
+                    "Password verifications (scrypt or bcrypt) started and not yet finished."),
+        apr_atomic_read64((volatile apr_uint64_t *)&m->password_waiting));
+    out = apr_pstrcat(p, out,
+                      family_head(p, "bank_request_duration_seconds", "histogram",
+                                  "Time from the request's arrival to the end of the handler."),
+                      (char *)NULL);
+    for (e = 0; e < BANK_EP_COUNT; e++) {
+        out = apr_pstrcat(p, out, render_histogram(p, &m->latency[e], endpoint_names[e]),
+                          (char *)NULL);
+    }
+    return out;
+}

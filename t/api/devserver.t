@@ -1,0 +1,65 @@
+# The dev server (scripts/devserver, make start): the commands it prints work as printed.
+# The token it prints signs out with the printed sign-out command, and is refused after;
+# /metrics and /server-status are mapped for 127.0.0.1.
+use strict;
+use warnings FATAL => 'all';
+use Apache::Test qw(-withtestmore);
+use File::Temp qw(tempdir);
+use Cwd qw(getcwd);
+use Bank::Test qw(:DEFAULT free_port);
+
+my $top  = getcwd();    # run-tests runs the suite from the checkout
+my $dir  = tempdir(CLEANUP => 1, DIR => $ENV{BANK_TEST_ROOT} || '/tmp');
+my $run  = "$dir/run";
+my $port = free_port();
+local $ENV{PORT}         = $port;
+local $ENV{BANK_RUN_DIR} = $run;
+local $ENV{BANK_DB}      = 'sqlite3';
+delete local $ENV{BANK_PG_PARAMS};
+my $out = `'$top/scripts/devserver' start 2>&1`;
+is($?, 0, 'dev server started') or diag($out);
+END { system("'$top/scripts/devserver' stop >/dev/null 2>&1") if $run && -e "$run/httpd.pid" }
+
+# The printed lines, by the sentence above each.
+sub printed {
+    my ($title) = @_;
+    my ($cmd) = $out =~ /^\Q$title\E[^\n]*\n  ([^\n]+)$/m;
+    ok($cmd, "printed: $title") or diag($out);
+    return $cmd // 'false';
+}
+my ($token) = $out =~ /^  TOKEN=(oat_\S+)$/m;
+ok($token, 'a token is printed');
+local $ENV{TOKEN} = $token // '';
+
+my $banks = printed('Banks for payments:');
+like(`$banks`, qr/^\{"body":\{"banks":\[/, 'the printed bank-list command: the list');
+
+my $sign_out = printed('Sign out');
+like($sign_out, qr{-X POST http://127\.0\.0\.1:$port/auth/sign_out -H "Authorization: Bearer \$TOKEN"},
+    'the sign-out command');
+is(`$sign_out`, '{"body":{"revoked":true}}', 'the printed sign-out command revokes the token');
+like(`$banks`, qr/"code":"E_UNAUTHORIZED_ACCESS"/, 'the bank list then refuses the token');
+
+# /metrics and /server-status, for this machine (docs/operations.md, "Metrics").
+my $sign_in = printed('Sign in');
+like(`$sign_in`, qr/"token":\{"type":"bearer"/, 'the printed sign-in command signs in');
+my $printed_metrics = printed('Metrics');
+is($printed_metrics, "curl -s http://127.0.0.1:$port/metrics", 'the printed metrics command');
+my $metrics = `$printed_metrics`;
+like($metrics, qr/^bank_sign_ins_total\{outcome="ok"\} 1$/m, '/metrics counts the sign-in');
+like($metrics, qr/^bank_request_duration_seconds_count\{endpoint="sign_out"\} 1$/m,
+    '/metrics times the sign-out');
+like(`curl -s 'http://127.0.0.1:$port/server-status?auto'`, qr/^bank_sign_ins_total\{outcome="ok"\}: 1$/m,
+    '/server-status has the mod_bank section');
+# A graceful restart (a changed setting) keeps the counts: the block outlives it.
+system('/usr/sbin/apache2', '-f', "$run/httpd.conf", '-k', 'graceful');
+my $kept = '';
+for (1 .. 50) {
+    select undef, undef, undef, 0.1;
+    $kept = `curl -s http://127.0.0.1:$port/metrics`;
+    last if $kept =~ /bank_sign_ins_total/;
+}
+like($kept, qr/^bank_sign_ins_total\{outcome="ok"\} 1$/m, 'the count survives a graceful restart');
+
+system("'$top/scripts/devserver' stop >/dev/null 2>&1");
+done_testing();
