@@ -189,6 +189,12 @@ static bank_db_rc settle_count(bank_db_t *db, bank_onboard_t *st, const bank_cou
     bank_db_rc rc;
 
     st->failed_at = "throttle clear";
+    /* A verified customer sending their BVN again with no failure counted: nothing to clear,
+     * and the read path stays a read (no write transaction, no commit to wait for). */
+    if (st->verdict == BANK_ONBOARD_DONE && st->count.failures == 0) {
+        st->throttled = 0;
+        return BANK_DB_OK;
+    }
     rc = st->verdict == BANK_ONBOARD_TAKEN ? bank_counter_check(db, c, &st->count)
                                            : bank_counter_clear(db, c, &st->count);
     st->throttled = rc == BANK_DB_OK && st->count.over;
