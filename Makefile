@@ -23,6 +23,8 @@ SQLDIR    := $(PREFIX)/share/mod_bank/sql
 DEB_SQLDIR := /usr/share/mod_bank/sql
 UNIT_SRC  := $(wildcard t/unit/test_*.c)
 UNIT_BIN  := $(patsubst t/unit/%.c,$(BUILD)/unit/%,$(UNIT_SRC))
+# The ceilings scripts/bench measures beside the endpoints (raw KDF, raw SQLite INSERT).
+BENCH_BIN := $(patsubst t/bench/%.c,$(BUILD)/bench/%,$(wildcard t/bench/*.c))
 # libFuzzer harnesses (t/fuzz/fuzz_*.c), each run for FUZZ_SECONDS by `make fuzz`.
 FUZZ_CC   ?= clang
 FUZZ_SECONDS ?= 30
@@ -58,6 +60,11 @@ $(BUILD)/unit/%: t/unit/%.c t/unit/unit.h t/unit/db_fixture.h $(CORE_SRC) $(HEAD
 	$(CC) -O1 -g $(WARN) -fsanitize=address,undefined -fno-omit-frame-pointer -Iinclude -It/unit \
 	    $(APR_INC) -o $@ $< $(CORE_SRC) -lapr-1 -laprutil-1 $(LIBS)
 
+$(BUILD)/bench/%: t/bench/%.c $(CORE_SRC) $(HEADERS)
+	@mkdir -p $(BUILD)/bench
+	@echo "CC bench/$*"; $(CC) -O2 -g $(WARN) -Iinclude $(APR_INC) -o $@ $< $(CORE_SRC) \
+	    -lapr-1 -laprutil-1 $(LIBS)
+
 # C unit tests of the pure code, under AddressSanitizer and UBSan.
 unit: $(UNIT_BIN)
 	@./scripts/run-unit $(UNIT_BIN)
@@ -76,7 +83,8 @@ fuzz: $(FUZZ_BIN)
 	@FUZZ_SECONDS=$(FUZZ_SECONDS) ./scripts/run-fuzz $(FUZZ_BIN)
 
 # The Apache::Test suite against a real httpd with the built module.
-itest: build $(BUILD)/unit/test_db_pg $(BUILD)/unit/test_onboard $(BUILD)/unit/test_sign_in
+itest: build $(BUILD)/unit/test_db_pg $(BUILD)/unit/test_onboard $(BUILD)/unit/test_sign_in \
+	    $(BUILD)/unit/test_notice_store
 	@DB=$(DB) ./scripts/run-tests
 
 test: deps build unit itest
@@ -90,8 +98,9 @@ start: deps build
 stop:
 	@./scripts/devserver stop
 
-bench: deps build
-	@./scripts/bench
+# Each endpoint against its ceiling, in one run (docs/benchmarks.md); never part of make test.
+bench: deps build $(BENCH_BIN)
+	@DB=$(DB) ./scripts/bench
 
 # httpd with the module under valgrind, every endpoint's success and error paths.
 memcheck: deps build
@@ -115,7 +124,7 @@ deb: build $(BUILD)/deb/bankctl
 
 format:
 	clang-format -i mod_bank/*.c mod_bank/*.h mod_bank/bankctl/*.[ch] include/*.h t/unit/*.c t/unit/*.h t/fuzz/*.c \
-	    t/fuzz/*.h
+	    t/fuzz/*.h t/bench/*.c
 
 # cppcheck, clang-format and shellcheck (every script, warnings and notes alike).
 lint:
@@ -123,7 +132,7 @@ lint:
 	    --inline-suppr --suppress=missingIncludeSystem -Iinclude -It/fuzz -DLINUX -D_REENTRANT \
 	    -D_GNU_SOURCE mod_bank/ t/fuzz/
 	clang-format --dry-run --Werror mod_bank/*.c mod_bank/*.h mod_bank/bankctl/*.[ch] include/*.h t/unit/*.c \
-	    t/unit/*.h t/fuzz/*.c t/fuzz/*.h
+	    t/unit/*.h t/fuzz/*.c t/fuzz/*.h t/bench/*.c
 	shellcheck scripts/* .ci/run
 
 clean:

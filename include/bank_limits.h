@@ -16,6 +16,9 @@
 #define BANK_TOKEN_TTL_MIN 60
 #define BANK_TOKEN_TTL_MAX 31536000 /* one year */
 #define BANK_TOKEN_TTL_DEFAULT 86400
+/* BankTokenCacheSeconds: how long a revoked token may still work on a process (default, most) */
+#define BANK_TOKEN_CACHE_DEFAULT 5
+#define BANK_TOKEN_CACHE_MAX 60
 
 /* The abilities a token may carry, as the endpoints check them; "*" grants all. */
 #define BANK_ABILITY_BANKS "banks:read"

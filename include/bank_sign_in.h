@@ -17,6 +17,11 @@
 /* Tokens issued by sign-in may do everything; narrower ones come from bankctl token issue. */
 #define BANK_SIGN_IN_ABILITIES "[\"*\"]"
 
+/* Runs fn(arg) to completion, on this thread or another, and returns 0; or returns non-zero
+ * without running it when the host has no room for one more password verification now
+ * (mod_bank_verify.c bounds them per process). */
+typedef int (*bank_sign_in_runner_fn)(void *baton, void (*fn)(void *arg), void *arg);
+
 typedef struct {
     const char *email; /* as sent */
     const char *password;
@@ -28,7 +33,9 @@ typedef struct {
     apr_int64_t addr_window;
     apr_int64_t lifetime; /* of the token, seconds (BankTokenLifetime) */
     apr_time_t now;
-    bank_metrics_t *metrics; /* password verifications are counted there; NULL: not counted */
+    bank_metrics_t *metrics;    /* password verifications are counted there; NULL: not counted */
+    bank_sign_in_runner_fn run; /* NULL: verify on the calling thread */
+    void *run_baton;
 } bank_sign_in_t;
 
 typedef enum {
@@ -38,8 +45,10 @@ typedef enum {
     BANK_SIGN_IN_OVER,      /* wrong, counted beyond the limit */
     BANK_SIGN_IN_FLOODED,   /* right password, but the limit was reached meanwhile (failures
                                counted by requests at the same moment): nothing issued */
-    BANK_SIGN_IN_ADDRESS    /* the client IP's budget is spent (right or wrong, not verified
+    BANK_SIGN_IN_ADDRESS,   /* the client IP's budget is spent (right or wrong, not verified
                                or nothing issued); `address` says more */
+    BANK_SIGN_IN_BUSY       /* no room to verify a password now (run refused): nothing
+                               verified, nothing counted */
 } bank_sign_in_verdict;
 
 typedef struct {

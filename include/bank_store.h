@@ -79,7 +79,6 @@ typedef struct {
 
 /* E-mail compared with ASCII letters folded, and nothing else (whatever the locale). */
 bank_db_rc bank_store_customer_by_email(bank_db_t *db, const char *email, bank_customer_t *out);
-bank_db_rc bank_store_customer_by_id(bank_db_t *db, const char *id, bank_customer_t *out);
 /* id, email, password, names, phone, email_verified, created_at and updated_at of c. */
 bank_db_rc bank_store_customer_insert(bank_db_t *db, const bank_customer_t *c);
 /* The customer who holds a BVN. */
@@ -121,11 +120,10 @@ typedef struct {
     const char *updated_at;
 } bank_account_t;
 
-bank_db_rc bank_store_account_by_customer(bank_db_t *db, const char *customer_id,
-                                          bank_account_t *out);
-/* The account whose bank-side id is bank_account_id (id and customer_id set). */
-bank_db_rc bank_store_account_by_bank_id(bank_db_t *db, const char *bank_account_id,
-                                         bank_account_t *out);
+/* A customer (*c) and, read in the same statement, their account (*a, its id NULL when they
+ * have none). */
+bank_db_rc bank_store_customer_with_account(bank_db_t *db, const char *id, bank_customer_t *c,
+                                            bank_account_t *a);
 /* The next account serial (1, 2, ...), shared by every process. */
 bank_db_rc bank_store_account_serial_next(bank_db_t *db, const char *now, apr_int64_t *serial);
 /* A verified personal NGN account with balance 0: id, customer_id, bank_name,
@@ -145,11 +143,25 @@ typedef struct {
 /* The active banks (bank_bank_t), in no particular order. */
 bank_db_rc bank_store_banks_active(bank_db_t *db, apr_array_header_t **out);
 
-/* Stores a notice unless its key (partner, transaction_reference, status_code) is there;
- * *added 1 if written, 0 for a repeat. account and customer may be NULL. */
-bank_db_rc bank_store_notice_insert(bank_db_t *db, const bank_notice_t *n, const char *id,
-                                    const char *partner, const char *account, const char *customer,
-                                    const char *raw, const char *now, int *added);
+/* One notice to store: what it is, then what storing it did. */
+typedef struct {
+    const bank_notice_t *n;
+    const char *id; /* a new UUID */
+    const char *partner;
+    const char *raw; /* the body as received */
+    const char *now;
+    int added;   /* 1 written, 0 its key (partner, transaction_reference,
+                    status_code) was there already: a repeat, nothing written */
+    int matched; /* written with the account whose bank-side id is walletId (0: no walletId,
+                    or no such account) */
+} bank_notice_put_t;
+
+/* Stores one notice unless its key is there, joined to its account in the same statement. */
+bank_db_rc bank_store_notice_put(bank_db_t *db, bank_notice_put_t *put);
+/* Stores count notices in ONE transaction (one commit: one fsync for all), in key order; a
+ * key twice in the list is written once, the second a repeat. If anything fails, nothing is
+ * stored and every put says added 0. */
+bank_db_rc bank_store_notices_put(bank_db_t *db, bank_notice_put_t **puts, int count);
 
 /* A stored notice, for bankctl notices: the partner's fields (service and type not read
  * back), who sent it, whose account it names and when it arrived. */

@@ -6,6 +6,7 @@
 #include <httpd.h>
 #include <http_config.h>
 #include <apr_tables.h>
+#include "mod_bank_verify.h"
 
 typedef enum { BANK_HMAC_NONE = 0, BANK_HMAC_SHA256, BANK_HMAC_SHA512 } bank_hmac_alg;
 
@@ -36,7 +37,9 @@ typedef struct {
     const char *idp_url;    /* its BASE-URL (NULL: the provider's own) */
     const char *idp_app_id; /* BankBvnProviderCredentials */
     const char *idp_secret;
-    int idp_timeout; /* BankBvnProviderTimeout, seconds */
+    int idp_timeout;           /* BankBvnProviderTimeout, seconds */
+    bank_verifier_t *verifier; /* BankPasswordVerifyConcurrency; NULL: the default */
+    apr_int64_t token_cache;   /* BankTokenCacheSeconds */
 } bank_dir_conf;
 
 extern const command_rec bank_cmds[];
@@ -53,6 +56,7 @@ int bank_conf_bvn_attempts(const bank_dir_conf *c);
 apr_int64_t bank_conf_bvn_window(const bank_dir_conf *c);
 apr_int64_t bank_conf_max_body(const bank_dir_conf *c);
 apr_int64_t bank_conf_banks_max_age(const bank_dir_conf *c);
+apr_int64_t bank_conf_token_cache(const bank_dir_conf *c);
 const char *bank_conf_account_bank(const bank_dir_conf *c);
 const char *bank_conf_account_bank_code(const bank_dir_conf *c);
 const char *bank_conf_partner(request_rec *r, const bank_dir_conf *c);

@@ -76,6 +76,9 @@ int bank_allow_methods(request_rec *r, apr_int64_t mask, const char *allow);
 /* The answer to a failed bank_db_* call: 503 with Retry-After (busy, unreachable) or 500,
  * after mod_bank_db.c has logged it with what (db may be NULL: no connection). */
 int bank_error_db(request_rec *r, bank_db_t *db, bank_db_rc rc, const char *what);
+/* The same answer for a failure bank_db_failed judged elsewhere (another request's
+ * connection ran the statement): 503 if retry, else 500. */
+int bank_error_db_retry(request_rec *r, int retry);
 /* The client's address for throttling (the connection's, as httpd's Require ip sees it). */
 const char *bank_client_ip(request_rec *r);
 

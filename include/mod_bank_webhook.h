@@ -5,5 +5,7 @@
 #include <httpd.h>
 
 int bank_webhook_handler(request_rec *r);
+/* The per-process state of group commit (mod_bank_webhook.c). */
+void bank_webhook_child_init(apr_pool_t *pchild, server_rec *s);
 
 #endif

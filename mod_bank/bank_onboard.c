@@ -12,9 +12,9 @@
 
 static bank_db_rc state_once(bank_db_t *db, bank_onboard_t *st)
 {
-    bank_db_rc rc = bank_store_customer_by_id(db, st->customer_id, &st->customer);
+    bank_db_rc rc =
+        bank_store_customer_with_account(db, st->customer_id, &st->customer, &st->account);
 
-    memset(&st->account, 0, sizeof(st->account));
     st->owner = NULL;
     if (rc == BANK_DB_NOT_FOUND) {
         st->verdict = BANK_ONBOARD_NO_CUSTOMER;
@@ -28,9 +28,8 @@ static bank_db_rc state_once(bank_db_t *db, bank_onboard_t *st)
         return BANK_DB_OK;
     }
     if (st->customer.bvn) {
-        rc = bank_store_account_by_customer(db, st->customer_id, &st->account);
-        st->verdict = rc == BANK_DB_OK ? BANK_ONBOARD_DONE : BANK_ONBOARD_NO_ACCOUNT;
-        return rc == BANK_DB_NOT_FOUND ? BANK_DB_OK : rc;
+        st->verdict = st->account.id ? BANK_ONBOARD_DONE : BANK_ONBOARD_NO_ACCOUNT;
+        return BANK_DB_OK;
     }
     rc = bank_store_customer_by_bvn(db, st->bvn, &st->owner);
     st->verdict = rc == BANK_DB_OK ? BANK_ONBOARD_TAKEN : BANK_ONBOARD_OPEN;
@@ -211,6 +210,12 @@ static bank_db_rc settle_count(bank_db_t *db, bank_onboard_t *st, const bank_cou
     bank_db_rc rc;
 
     st->failed_at = "throttle clear";
+    /* A verified customer sending their BVN again with no failure counted: nothing to clear,
+     * and the read path stays a read (no write transaction, no commit to wait for). */
+    if (st->verdict == BANK_ONBOARD_DONE && st->count.failures == 0) {
+        st->throttled = 0;
+        return BANK_DB_OK;
+    }
     rc = st->verdict == BANK_ONBOARD_TAKEN ? bank_counter_check(db, c, &st->count)
                                            : bank_counter_clear(db, c, &st->count);
     st->throttled = rc == BANK_DB_OK && st->count.over;

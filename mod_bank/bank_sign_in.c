@@ -31,38 +31,53 @@ static bank_db_rc over(flow_t *f, bank_sign_in_verdict v, const bank_counter_t *
     return BANK_DB_OK;
 }
 
-/* bank_password_verify, counted while it runs (bank_password_verifications_waiting). */
-static int verify(flow_t *f, const char *stored)
-{
+/* The verification, as one job for the host's runner. An unknown e-mail and an unreadable
+ * stored hash still cost one verification, so the answer's timing does not tell them from a
+ * wrong password. Counted in metrics while it runs (bank_password_verifications_waiting). */
+typedef struct {
+    apr_pool_t *pool;
+    const char *plain;
+    const char *stored; /* NULL: unknown e-mail */
+    bank_metrics_t *metrics;
     int rc;
+} verify_job;
 
-    if (f->in->metrics) {
-        bank_metrics_waiting(f->in->metrics, 1);
+static void verify(void *arg)
+{
+    verify_job *j = arg;
+
+    if (j->metrics) {
+        bank_metrics_waiting(j->metrics, 1);
     }
-    rc = bank_password_verify(f->pool, f->in->password, stored);
-    if (f->in->metrics) {
-        bank_metrics_waiting(f->in->metrics, -1);
+    j->rc = bank_password_verify(j->pool, j->plain, j->stored ? j->stored : bank_password_dummy());
+    if (j->stored && j->rc == BANK_PW_MALFORMED) {
+        bank_password_verify(j->pool, j->plain, bank_password_dummy());
     }
-    return rc;
+    if (j->metrics) {
+        bank_metrics_waiting(j->metrics, -1);
+    }
 }
 
-/* 1 if the password matches. An unknown e-mail and an unreadable stored hash still cost one
- * verification, so the answer's timing does not tell them from a wrong password. */
+/* 1 if the password matches, 0 if not, -1 if the runner had no room for it. */
 static int password_ok(flow_t *f, int known)
 {
-    const char *stored = known ? f->out->customer.password : NULL;
-    int rc = verify(f, stored ? stored : bank_password_dummy());
+    verify_job j = {f->pool, f->in->password, known ? f->out->customer.password : NULL,
+                    f->in->metrics, 0};
 
-    if (!stored) {
+    if (f->in->run) {
+        if (f->in->run(f->in->run_baton, verify, &j) != 0) {
+            return -1;
+        }
+    } else {
+        verify(&j);
+    }
+    if (!j.stored) {
         f->out->why = "unknown e-mail";
         return 0;
     }
-    if (rc == BANK_PW_MALFORMED) {
-        f->out->malformed_hash = 1;
-        verify(f, bank_password_dummy());
-    }
+    f->out->malformed_hash = j.rc == BANK_PW_MALFORMED;
     f->out->why = "wrong password";
-    return rc == BANK_PW_MATCH;
+    return j.rc == BANK_PW_MATCH;
 }
 
 /* Counts the failure (one atomic upsert, shared by every process): REFUSED if it is one of
@@ -169,8 +184,15 @@ bank_db_rc bank_sign_in(bank_db_t *db, const bank_sign_in_t *in, bank_sign_in_re
     if (rc != BANK_DB_OK && rc != BANK_DB_NOT_FOUND) {
         return rc;
     }
-    if (!password_ok(&f, rc == BANK_DB_OK)) {
+    switch (password_ok(&f, rc == BANK_DB_OK)) {
+    case -1:
+        out->verdict = BANK_SIGN_IN_BUSY;
+        out->failed_at = NULL;
+        return BANK_DB_OK;
+    case 0:
         return refuse(&f);
+    default:
+        break;
     }
     out->failed_at = "sign-in";
     if ((rc = bank_db_transaction(db, issue, &f)) != BANK_DB_OK) {

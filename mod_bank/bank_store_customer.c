@@ -7,15 +7,21 @@
 
 /* clang-format off */
 const bank_stmt_t bank_store_customer_sql[] = {
-    /* customer_cols, as bank_customer_by_id. By email_key, the e-mail with A-Z folded only
+    /* customer_cols. By email_key, the e-mail with A-Z folded only
      * (sql/sqlite/004_email_key.sql): the argument is folded here with bank_ascii_lower,
      * never by SQL lower(), which folds more under a UTF-8 locale. */
     {"bank_customer_by_email",
      "SELECT id, email, password, first_name, last_name, phone, email_verified, bvn,"
      " referral_code, created_at, updated_at FROM customers WHERE email_key = %s"},
-    {"bank_customer_by_id",
-     "SELECT id, email, password, first_name, last_name, phone, email_verified, bvn,"
-     " referral_code, created_at, updated_at FROM customers WHERE id = {uuid}"},
+    /* with_account_cols: the customer and, in the same round trip, their account (the BVN
+     * read path answers with both). */
+    {"bank_customer_with_account",
+     "SELECT c.id, c.email, c.password, c.first_name, c.last_name, c.phone,"
+     " c.email_verified, c.bvn, c.referral_code, c.created_at, c.updated_at,"
+     " a.id, a.customer_id, a.account_type, a.balance_minor, a.currency, a.status,"
+     " a.bank_name, a.verified, a.bank_account_id, a.account_name, a.account_number,"
+     " a.created_at, a.updated_at"
+     " FROM customers c LEFT JOIN accounts a ON a.customer_id = c.id WHERE c.id = {uuid}"},
     {"bank_customer_insert",
      "INSERT INTO customers (id, email, password, first_name, last_name, phone,"
      " email_verified, created_at, updated_at)"
@@ -46,14 +52,6 @@ const bank_stmt_t bank_store_customer_sql[] = {
      " date_of_birth = excluded.date_of_birth, phone = NULL, source = excluded.source,"
      " checked_at = excluded.checked_at"},
 
-    /* account_cols. */
-    {"bank_account_by_customer",
-     "SELECT id, customer_id, account_type, balance_minor, currency, status, bank_name,"
-     " verified, bank_account_id, account_name, account_number, created_at, updated_at"
-     " FROM accounts WHERE customer_id = {uuid}"},
-    /* account_ids_cols. */
-    {"bank_webhook_account",
-     "SELECT id, customer_id FROM accounts WHERE bank_account_id = %s"},
     /* serial_cols. */
     {"bank_account_serial_next",
      "INSERT INTO account_serials (created_at) VALUES (%pDz) RETURNING serial"},
@@ -90,22 +88,39 @@ static const bank_col_t record_cols[] = {R(bvn),           R(first_name), R(last
                                          R(date_of_birth), R(phone),      BANK_COL_LAST};
 #undef R
 
-#define A(kind, field) BANK_COL(kind, bank_account_t, field)
-static const bank_col_t account_cols[] = {A(TEXT, id),
-                                          A(TEXT, customer_id),
-                                          A(TEXT, account_type),
-                                          A(INT64, balance_minor),
-                                          A(TEXT, currency),
-                                          A(TEXT, status),
-                                          A(TEXT, bank_name),
-                                          A(BOOL, verified),
-                                          A(TEXT, bank_account_id),
-                                          A(TEXT, account_name),
-                                          A(TEXT, account_number),
-                                          A(TEXT, created_at),
-                                          A(TEXT, updated_at),
-                                          BANK_COL_LAST};
-static const bank_col_t account_ids_cols[] = {A(TEXT, id), A(TEXT, customer_id), BANK_COL_LAST};
+typedef struct {
+    bank_customer_t c;
+    bank_account_t a;
+} with_account_t;
+
+#define C(kind, field) BANK_COL(kind, with_account_t, c.field)
+#define A(kind, field) BANK_COL(kind, with_account_t, a.field)
+static const bank_col_t with_account_cols[] = {C(TEXT, id),
+                                               C(TEXT, email),
+                                               C(TEXT, password),
+                                               C(TEXT, first_name),
+                                               C(TEXT, last_name),
+                                               C(TEXT, phone),
+                                               C(BOOL, email_verified),
+                                               C(TEXT, bvn),
+                                               C(TEXT, referral_code),
+                                               C(TEXT, created_at),
+                                               C(TEXT, updated_at),
+                                               A(TEXT, id),
+                                               A(TEXT, customer_id),
+                                               A(TEXT, account_type),
+                                               A(INT64, balance_minor),
+                                               A(TEXT, currency),
+                                               A(TEXT, status),
+                                               A(TEXT, bank_name),
+                                               A(BOOL, verified),
+                                               A(TEXT, bank_account_id),
+                                               A(TEXT, account_name),
+                                               A(TEXT, account_number),
+                                               A(TEXT, created_at),
+                                               A(TEXT, updated_at),
+                                               BANK_COL_LAST};
+#undef C
 #undef A
 
 typedef struct {
@@ -120,11 +135,17 @@ bank_db_rc bank_store_customer_by_email(bank_db_t *db, const char *email, bank_c
                        sizeof(*out));
 }
 
-bank_db_rc bank_store_customer_by_id(bank_db_t *db, const char *id, bank_customer_t *out)
+bank_db_rc bank_store_customer_with_account(bank_db_t *db, const char *id, bank_customer_t *c,
+                                            bank_account_t *a)
 {
     const char *args[] = {id};
-    return bank_db_row(db, "bank_customer_by_id", BANK_NARGS(args), args, customer_cols, out,
-                       sizeof(*out));
+    with_account_t row;
+    bank_db_rc rc = bank_db_row(db, "bank_customer_with_account", BANK_NARGS(args), args,
+                                with_account_cols, &row, sizeof(row));
+
+    *c = row.c;
+    *a = row.a; /* all zero (id NULL) when the customer has no account */
+    return rc;
 }
 
 bank_db_rc bank_store_customer_insert(bank_db_t *db, const bank_customer_t *c)
@@ -180,22 +201,6 @@ bank_db_rc bank_store_bvn_record_keep(bank_db_t *db, const bank_bvn_record_t *re
     const char *args[] = {
         rec->bvn, rec->first_name, rec->last_name, rec->date_of_birth, now, source, now};
     return bank_db_exec(db, "bank_bvn_record_keep", NULL, BANK_NARGS(args), args);
-}
-
-bank_db_rc bank_store_account_by_customer(bank_db_t *db, const char *customer_id,
-                                          bank_account_t *out)
-{
-    const char *args[] = {customer_id};
-    return bank_db_row(db, "bank_account_by_customer", BANK_NARGS(args), args, account_cols, out,
-                       sizeof(*out));
-}
-
-bank_db_rc bank_store_account_by_bank_id(bank_db_t *db, const char *bank_account_id,
-                                         bank_account_t *out)
-{
-    const char *args[] = {bank_account_id};
-    return bank_db_row(db, "bank_webhook_account", BANK_NARGS(args), args, account_ids_cols, out,
-                       sizeof(*out));
 }
 
 bank_db_rc bank_store_account_serial_next(bank_db_t *db, const char *now, apr_int64_t *serial)

@@ -18,6 +18,8 @@
 #include "mod_bank_sign_in.h"
 #include "mod_bank_webhook.h"
 #include "mod_bank_idp.h"
+#include "mod_bank_verify.h"
+#include "mod_bank_auth.h"
 #include "mod_bank_metrics.h"
 #include "mod_bank_sign_out.h"
 
@@ -146,6 +148,9 @@ static int bank_post_config(apr_pool_t *pconf, apr_pool_t *plog, apr_pool_t *pte
 static void bank_child_init(apr_pool_t *p, server_rec *s)
 {
     bank_banks_child_init(p, s);
+    bank_verify_child_init(p, s);
+    bank_webhook_child_init(p, s);
+    bank_auth_child_init(p, s);
 }
 
 static void bank_register_hooks(apr_pool_t *p)

@@ -12,6 +12,7 @@
 #include "mod_bank_config.h"
 #include "mod_bank_http.h"
 #include "mod_bank_auth.h"
+#include "mod_bank_db.h"
 #include "bank_json.h"
 #include "bank_limits.h"
 #include "bank_store.h"
@@ -157,6 +158,9 @@ int bank_banks_handler(request_rec *r)
         return rc;
     }
     if (!cache_get(r, apr_time_from_sec(max_age), &text, &etag)) {
+        if (!db && !(db = bank_db(r))) {
+            return bank_error_db(r, NULL, BANK_DB_ERROR, "bank list");
+        }
         if ((rc = render(r, db, &text, &etag)) != OK) {
             return rc;
         }

@@ -11,6 +11,7 @@
 #include "mod_bank_config.h"
 #include "mod_bank_http.h"
 #include "mod_bank_auth.h"
+#include "mod_bank_db.h"
 #include "bank_account.h"
 #include "bank_customer.h"
 #include "bank_json.h"
@@ -202,6 +203,9 @@ int bank_bvn_handler(request_rec *r)
     }
     if ((rc = bank_read_json(r, &body, NULL, NULL)) != OK) {
         return rc;
+    }
+    if (!db && !(db = bank_db(r))) {
+        return bank_error_db(r, NULL, BANK_DB_ERROR, "BVN onboarding");
     }
     memset(&st, 0, sizeof(st));
     st.customer_id = who->customer_id;

@@ -32,8 +32,20 @@ static const struct {
     const char *account_bank;
     const char *account_bank_code;
     const char *partner;
-} defaults = {BANK_TOKEN_TTL_DEFAULT, 5,     60,       50, 300, 5, 86400, 65536, 300,
-              "mod_bank Demo Bank",   "999", "partner"};
+    apr_int64_t token_cache;
+} defaults = {BANK_TOKEN_TTL_DEFAULT,
+              5,
+              60,
+              50,
+              300,
+              5,
+              86400,
+              65536,
+              300,
+              "mod_bank Demo Bank",
+              "999",
+              "partner",
+              BANK_TOKEN_CACHE_DEFAULT};
 
 void *bank_create_dir_conf(apr_pool_t *p, char *dir)
 {
@@ -49,6 +61,7 @@ void *bank_create_dir_conf(apr_pool_t *p, char *dir)
     c->banks_max_age = BANK_UNSET;
     c->idp_kind = BANK_UNSET;
     c->idp_timeout = BANK_UNSET;
+    c->token_cache = BANK_UNSET;
     (void)dir;
     return c;
 }
@@ -84,6 +97,8 @@ void *bank_merge_dir_conf(apr_pool_t *p, void *basev, void *addv)
     }
     m->idp_app_id = add->idp_app_id ? add->idp_app_id : base->idp_app_id;
     m->idp_secret = add->idp_app_id ? add->idp_secret : base->idp_secret;
+    MERGE_PTR(verifier);
+    MERGE_NUM(token_cache);
     /* The signature triple is one setting: take it whole from where it was given. */
     if (add->sig_set) {
         m->sig_set = 1;
@@ -120,6 +135,7 @@ GETTER(int, bvn_attempts, bvn_attempts)
 GETTER(apr_int64_t, bvn_window, bvn_window)
 GETTER(apr_int64_t, max_body, max_body)
 GETTER(apr_int64_t, banks_max_age, banks_max_age)
+GETTER(apr_int64_t, token_cache, token_cache)
 
 const char *bank_conf_account_bank(const bank_dir_conf *c)
 {
@@ -342,6 +358,11 @@ static const char *set_banks_max_age(cmd_parms *cmd, void *cfg, const char *arg)
     return parse_int(cmd, arg, 0, 31536000, &((bank_dir_conf *)cfg)->banks_max_age);
 }
 
+static const char *set_token_cache(cmd_parms *cmd, void *cfg, const char *arg)
+{
+    return parse_int(cmd, arg, 0, BANK_TOKEN_CACHE_MAX, &((bank_dir_conf *)cfg)->token_cache);
+}
+
 /* ATTEMPTS SECONDS of a throttle: 1..1000000 failures per 1 s..30 days. */
 static const char *parse_throttle(cmd_parms *cmd, const char *attempts, const char *seconds,
                                   int *n_out, apr_int64_t *window_out)
@@ -494,6 +515,23 @@ static const char *set_idp_timeout(cmd_parms *cmd, void *cfg, const char *arg)
     return err;
 }
 
+static const char *set_verify_concurrency(cmd_parms *cmd, void *cfg, const char *n,
+                                          const char *waiting)
+{
+    apr_int64_t threads, wait;
+    const char *err = parse_int(cmd, n, 1, 256, &threads);
+
+    if (err) {
+        return err;
+    }
+    wait = threads * BANK_VERIFY_WAIT_FACTOR;
+    if (waiting && (err = parse_int(cmd, waiting, 0, 100000, &wait)) != NULL) {
+        return err;
+    }
+    ((bank_dir_conf *)cfg)->verifier = bank_verifier_new(cmd->pool, (int)threads, (int)wait);
+    return NULL;
+}
+
 #define BANK_CTX (RSRC_CONF | ACCESS_CONF)
 const command_rec bank_cmds[] = {
     AP_INIT_ITERATE("BankClientKey", set_client_key, NULL, BANK_CTX,
@@ -529,4 +567,10 @@ const command_rec bank_cmds[] = {
                    "APP-ID SECRET, or a file holding them readable by its owner only"),
     AP_INIT_TAKE1("BankBvnProviderTimeout", set_idp_timeout, NULL, BANK_CTX,
                   "Seconds an identity provider call may take (default 10)"),
+    AP_INIT_TAKE1("BankTokenCacheSeconds", set_token_cache, NULL, BANK_CTX,
+                  "How long a verified token is kept per process, the longest a revoked token "
+                  "still works there (default 5, 0 off, at most 60)"),
+    AP_INIT_TAKE12("BankPasswordVerifyConcurrency", set_verify_concurrency, NULL, BANK_CTX,
+                   "Password verifications at once per process (default: the CPU count), and "
+                   "how many more may wait (default 16 per verification)"),
     {NULL}};

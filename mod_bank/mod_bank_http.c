@@ -345,7 +345,12 @@ int bank_read_json(request_rec *r, json_object **out, const char **raw, apr_size
 
 int bank_error_db(request_rec *r, bank_db_t *db, bank_db_rc rc, const char *what)
 {
-    if (bank_db_failed(r, db, rc, what)) {
+    return bank_error_db_retry(r, bank_db_failed(r, db, rc, what));
+}
+
+int bank_error_db_retry(request_rec *r, int retry)
+{
+    if (retry) {
         return bank_error_unavailable(r, NULL, BANK_DB_RETRY_AFTER);
     }
     return bank_error(r, BANK_E_INTERNAL, NULL, NULL);

@@ -11,6 +11,7 @@
 #include "mod_bank_http.h"
 #include "mod_bank_db.h"
 #include "mod_bank_auth.h"
+#include "mod_bank_verify.h"
 #include "bank_customer.h"
 #include "bank_digest.h"
 #include "bank_json.h"
@@ -19,6 +20,9 @@
 #include "bank_validate.h"
 
 APLOG_USE_MODULE(bank);
+
+/* Retry-After when the verification queue is full: one verification takes tens of ms. */
+#define SIGN_IN_BUSY_RETRY 1
 
 /* Every configured key is compared, none skipped after a match (bank_secret_in), so the
  * time taken shows neither which key matched nor a key's length. */
@@ -99,6 +103,15 @@ static int refused(request_rec *r, const bank_sign_in_t *in, const bank_sign_in_
                       "sign-in", "address", in->ip, out->failures, in->addr_attempts,
                       in->addr_window);
         return throttled(r, out);
+    case BANK_SIGN_IN_BUSY:
+        ap_log_rerror(APLOG_MARK, APLOG_INFO, 0, r,
+                      BANKLOGNO(0511) "sign-in refused: every password verification slot of "
+                                      "this process is taken and its queue is full "
+                                      "(BankPasswordVerifyConcurrency)");
+        return bank_error_unavailable(r,
+                                      "Too many sign-ins are being verified right now; try "
+                                      "again shortly.",
+                                      SIGN_IN_BUSY_RETRY);
     default:
         ap_log_rerror(APLOG_MARK, APLOG_INFO, 0, r, BANKLOGNO(0503) "sign-in refused: %s",
                       out->why);
@@ -134,6 +147,8 @@ int bank_sign_in_handler(request_rec *r)
     in.lifetime = bank_conf_token_lifetime(conf);
     in.now = apr_time_now();
     in.metrics = bank_metrics_block();
+    in.run = bank_verify_run;
+    in.run_baton = conf->verifier ? conf->verifier : bank_verifier_default();
     drc = bank_sign_in(db, &in, &out);
     if (out.malformed_hash) {
         ap_log_rerror(APLOG_MARK, APLOG_WARNING, 0, r,

@@ -7,6 +7,7 @@
 #include "mod_bank_sign_out.h"
 #include "mod_bank_auth.h"
 #include "mod_bank_http.h"
+#include "mod_bank_db.h"
 #include "bank_json.h"
 #include "bank_store.h"
 
@@ -23,9 +24,14 @@ int bank_sign_out_handler(request_rec *r)
     if ((rc = bank_customer_request(r, AP_METHOD_BIT << M_POST, "POST", NULL, &db, &who)) != OK) {
         return rc;
     }
+    /* a token answered from the cache came with no connection */
+    if (!db && !(db = bank_db(r))) {
+        return bank_error_db(r, NULL, BANK_DB_ERROR, "token revocation");
+    }
     if ((drc = bank_store_token_delete(db, who->token_id, &deleted)) != BANK_DB_OK) {
         return bank_error_db(r, db, drc, "token revocation");
     }
+    bank_auth_forget(r, who->token_id);
     /* deleted is 0 when a concurrent sign-out with the same token came first: revoked too. */
     ap_log_rerror(APLOG_MARK, APLOG_INFO, 0, r,
                   BANKLOGNO(1001) "customer %s signed out, token id %s revoked%s", who->customer_id,

@@ -160,6 +160,46 @@ unlike(error_log_since($load_mark), qr/database is locked|BANK0203/i,
 diag(sprintf 'webhook load: %d deliveries from 16 senders in %.2f s: %.0f deliveries/s',
     scalar @$answers, $elapsed, @$answers / ($elapsed || 1));
 
+# --- an httpd child killed with SIGKILL mid-load --------------------------------------------
+# Group commit answers 200 only after the commit: a child killed with its transaction open
+# takes its notices' answers with it (the senders see the connection close) and the database
+# rolls the transaction back, so every notice that was answered 200 is stored.
+{
+    my $krun = unique();
+    my @jobs = map { notice_json(notice(transactionReference => "TRF-KILL-$krun-$_")) } 1 .. 1200;
+    my @kl;
+    push @{ $kl[$_ % 12] }, $jobs[$_] for 0 .. $#jobs;
+    my $pidfile = Apache::Test::vars('t_pid_file');
+    my $killer  = fork // die "fork: $!";
+    if (!$killer) {
+        my $killed = 0;
+        for my $at (0.3, 0.6, 0.9) {
+            sleep $at - ($at > 0.3 ? 0.3 : 0);
+            open my $fh, '<', $pidfile or POSIX::_exit(0);
+            chomp(my $ppid = <$fh> // '');
+            my @kids = grep { /^\d+$/ } map { s/\s+//gr } `ps -o pid= --ppid $ppid`;
+            $killed += kill 'KILL', $kids[rand @kids] if @kids;    # only this test's httpd
+        }
+        open my $out, '>', "$ENV{BANK_TEST_ROOT}/killed.$$" or POSIX::_exit(1);
+        print $out $killed;
+        close $out;
+        POSIX::_exit(0);
+    }
+    my ($answers) = send_all(120, @kl);
+    waitpid $killer, 0;    # (send_all may have reaped it)
+    open my $kf, '<', "$ENV{BANK_TEST_ROOT}/killed.$killer" or die "killer: $!";
+    cmp_ok(<$kf> // 0, '>', 0, 'kill: httpd children were killed with SIGKILL during the load');
+    my %stored = map { $_ => 1 } split /\n/, db_value("SELECT transaction_reference FROM"
+          . " payment_notices WHERE transaction_reference LIKE 'TRF-KILL-$krun-%'");
+    my @ok = grep { $_->[0] == 200 } @$answers;
+    diag(sprintf 'kill: %d of %d deliveries answered 200, %d stored', scalar @ok,
+        scalar @$answers, scalar keys %stored);
+    cmp_ok(scalar @ok, '>', 0, 'kill: deliveries went on around the killed children');
+    is(scalar(grep { !$stored{ $_->[1] } } @ok), 0, 'kill: every notice answered 200 is stored');
+    is(scalar(grep { $_->[0] != 200 && $_->[0] != 500 } @$answers), 0,
+        'kill: the others lost their connection (500 from the client), none another answer');
+}
+
 is_deeply([secrets_in_log($SECRET_OLD, $SECRET_NEW, $HMAC_KEY)], [],
     'error log holds no webhook secret or key');
 done_testing();

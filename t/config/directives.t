@@ -55,7 +55,11 @@ BankAccountBankCode 50211
 BankWebhookSecret secret-abcdef
 BankWebhookSignature X-Partner-Signature sha256 hmac-key-123
 BankWebhookPartner paystack
+BankPasswordVerifyConcurrency 4
+BankTokenCacheSeconds 0
 <Location /api/auth/sign_in>
+    BankPasswordVerifyConcurrency 2 0
+    BankTokenCacheSeconds 60
     SetHandler bank-sign-in
     BankMaxBody 1024
     BankTokenLifetime 120
@@ -207,6 +211,15 @@ my @bad = (
     ['BankBvnProviderTimeout 0',           'BankBvnProviderTimeout', 'zero'],
     ['BankBvnProviderTimeout 301',         'BankBvnProviderTimeout', 'over 300'],
     ['BankBvnProviderTimeout 5s',          'BankBvnProviderTimeout', 'unit suffix'],
+    ['BankTokenCacheSeconds 61',           'BankTokenCacheSeconds', 'over 60'],
+    ['BankTokenCacheSeconds -1',           'BankTokenCacheSeconds', 'negative'],
+    ['BankTokenCacheSeconds 5s',           'BankTokenCacheSeconds', 'not a number'],
+    ['BankPasswordVerifyConcurrency 0',    'BankPasswordVerifyConcurrency', 'zero verifications'],
+    ['BankPasswordVerifyConcurrency 257',  'BankPasswordVerifyConcurrency', 'over 256'],
+    ['BankPasswordVerifyConcurrency two',  'BankPasswordVerifyConcurrency', 'not a number'],
+    ['BankPasswordVerifyConcurrency 2 -1', 'BankPasswordVerifyConcurrency', 'negative waiting'],
+    ['BankPasswordVerifyConcurrency 2 100001', 'BankPasswordVerifyConcurrency', 'too many waiting'],
+    ['BankPasswordVerifyConcurrency 2 4 8', 'BankPasswordVerifyConcurrency', 'three arguments'],
 );
 for my $b (@bad) {
     my ($line, $name, $why) = @$b;

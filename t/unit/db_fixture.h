@@ -101,8 +101,9 @@ static void fixture_each(apr_pool_t *p, void (*fn)(bank_db_t *db))
 static int fixture_seq;
 
 /* A new customer with this password (NULL: a hash no format reads); its record in *c. */
-static void fixture_customer(bank_db_t *db, const char *first, const char *last,
-                             const char *password, bank_customer_t *c)
+static __attribute__((unused)) void fixture_customer(bank_db_t *db, const char *first,
+                                                     const char *last, const char *password,
+                                                     bank_customer_t *c)
 {
     apr_pool_t *p = bank_db_pool(db);
     const char *now = bank_time_iso(p, apr_time_now());

@@ -152,8 +152,49 @@ static void test_retry_after(void)
     CHECK(bank_throttle_retry_after("garbage", 60, now) == 60);
 }
 
+/* A host runner with no room (bank_sign_in_runner_fn), and one that runs the job here. */
+static int full(void *baton, void (*fn)(void *arg), void *arg)
+{
+    (void)fn;
+    (void)arg;
+    ++*(int *)baton;
+    return 1;
+}
+
+static int here(void *baton, void (*fn)(void *arg), void *arg)
+{
+    ++*(int *)baton;
+    fn(arg);
+    return 0;
+}
+
+static void test_runner(bank_db_t *db)
+{
+    bank_customer_t c;
+    bank_sign_in_result_t out;
+    bank_sign_in_t in;
+    int calls = 0;
+
+    fixture_customer(db, "Ada", "Obi", "right", &c);
+    in = request(c.email, "wrong", "192.0.2.8");
+    /* No room: BUSY, the password not verified and no failure counted. */
+    in.run = full;
+    in.run_baton = &calls;
+    CHECK(bank_sign_in(db, &in, &out) == BANK_DB_OK);
+    CHECK(out.verdict == BANK_SIGN_IN_BUSY && calls == 1 && !out.token);
+    /* The verification goes through the runner, once per sign-in, right or wrong; the
+     * wrong one is the first failure counted (the BUSY one was not). */
+    in.run = here;
+    CHECK(bank_sign_in(db, &in, &out) == BANK_DB_OK);
+    CHECK(out.verdict == BANK_SIGN_IN_REFUSED && calls == 2 && out.failures == 1);
+    in.password = "right";
+    CHECK(bank_sign_in(db, &in, &out) == BANK_DB_OK);
+    CHECK(out.verdict == BANK_SIGN_IN_OK && calls == 3 && out.token);
+}
+
 static void all(bank_db_t *db)
 {
+    test_runner(db);
     test_success(db);
     test_throttle(db);
     test_unknown_and_malformed(db);

@@ -80,6 +80,9 @@ sub operation_for {
 sub violations {
     my ($res) = @_;
     my $req = $res->request or return ();
+    # LWP's own answer when the server sent none (a connection closed by a killed child,
+    # t/api/webhook_load.t): not the API's
+    return () if ($res->header('Client-Warning') // '') eq 'Internal response';
     my $tmpl = operation_for($req->uri->path) // return ();
     my $method = lc $req->method;
     my $status = $res->code;

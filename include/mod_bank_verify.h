@@ -1,0 +1,25 @@
+/* mod_bank_verify.c: password verifications bounded per process (BankPasswordVerifyConcurrency,
+ * docs/configuration.md), run on a few threads of their own. */
+#ifndef MOD_BANK_VERIFY_H
+#define MOD_BANK_VERIFY_H
+
+#include <httpd.h>
+
+typedef struct bank_verifier_s bank_verifier_t;
+
+/* A bound of the configuration (made when httpd reads it): at most concurrency verifications
+ * at once in each process, at most waiting more queued behind them. Its threads start in
+ * each child (bank_verify_child_init). */
+bank_verifier_t *bank_verifier_new(apr_pool_t *pconf, int concurrency, int waiting);
+/* The bound of sections that set none: one per process, as many verifications as CPUs. */
+bank_verifier_t *bank_verifier_default(void);
+/* Starts the threads of every bound in this child; they stop when pchild goes. */
+void bank_verify_child_init(apr_pool_t *pchild, server_rec *s);
+/* A bank_sign_in_runner_fn (bank_sign_in.h): runs fn(arg) on one of v's threads and returns
+ * 0 once it has run, or 1 at once if v already has its concurrency running and its waiting
+ * queued. */
+int bank_verify_run(void *v, void (*fn)(void *arg), void *arg);
+/* The default number of waiters per verification thread (docs/configuration.md). */
+#define BANK_VERIFY_WAIT_FACTOR 16
+
+#endif
