@@ -63,19 +63,23 @@ const bank_stmt_t bank_store_customer_sql[] = {
     {NULL, NULL}};
 /* clang-format on */
 
-#define C(kind, field) BANK_COL(kind, bank_customer_t, field)
-static const bank_col_t customer_cols[] = {C(TEXT, id),
-                                           C(TEXT, email),
-                                           C(TEXT, password),
-                                           C(TEXT, first_name),
-                                           C(TEXT, last_name),
-                                           C(TEXT, phone),
-                                           C(BOOL, email_verified),
-                                           C(TEXT, bvn),
-                                           C(TEXT, referral_code),
-                                           C(TEXT, created_at),
-                                           C(TEXT, updated_at),
-                                           BANK_COL_LAST};
+/* A customer's columns, in the order of the SELECTs above (X-macro: one list for both row
+ * shapes). */
+#define CUSTOMER_COLS(X)                                                                           \
+    X(TEXT, id)                                                                                    \
+    X(TEXT, email)                                                                                 \
+    X(TEXT, password)                                                                              \
+    X(TEXT, first_name)                                                                            \
+    X(TEXT, last_name)                                                                             \
+    X(TEXT, phone)                                                                                 \
+    X(BOOL, email_verified)                                                                        \
+    X(TEXT, bvn)                                                                                   \
+    X(TEXT, referral_code)                                                                         \
+    X(TEXT, created_at)                                                                            \
+    X(TEXT, updated_at)
+
+#define C(kind, field) BANK_COL(kind, bank_customer_t, field),
+static const bank_col_t customer_cols[] = {CUSTOMER_COLS(C) BANK_COL_LAST};
 #undef C
 
 typedef struct {
@@ -93,20 +97,9 @@ typedef struct {
     bank_account_t a;
 } with_account_t;
 
-#define C(kind, field) BANK_COL(kind, with_account_t, c.field)
+#define C(kind, field) BANK_COL(kind, with_account_t, c.field),
 #define A(kind, field) BANK_COL(kind, with_account_t, a.field)
-static const bank_col_t with_account_cols[] = {C(TEXT, id),
-                                               C(TEXT, email),
-                                               C(TEXT, password),
-                                               C(TEXT, first_name),
-                                               C(TEXT, last_name),
-                                               C(TEXT, phone),
-                                               C(BOOL, email_verified),
-                                               C(TEXT, bvn),
-                                               C(TEXT, referral_code),
-                                               C(TEXT, created_at),
-                                               C(TEXT, updated_at),
-                                               A(TEXT, id),
+static const bank_col_t with_account_cols[] = {CUSTOMER_COLS(C) A(TEXT, id),
                                                A(TEXT, customer_id),
                                                A(TEXT, account_type),
                                                A(INT64, balance_minor),
