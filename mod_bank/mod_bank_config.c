@@ -573,4 +573,8 @@ const command_rec bank_cmds[] = {
     AP_INIT_TAKE12("BankPasswordVerifyConcurrency", set_verify_concurrency, NULL, BANK_CTX,
                    "Password verifications at once per process (default: the CPU count), and "
                    "how many more may wait (default 16 per verification)"),
+    AP_INIT_TAKE1("BankPasswordVerifyServerConcurrency", bank_verify_set_server_slots, NULL,
+                  RSRC_CONF,
+                  "Password verifications at once in all processes together "
+                  "(default: the CPU count; off: no such bound)"),
     {NULL}};

@@ -56,6 +56,7 @@ BankWebhookSecret secret-abcdef
 BankWebhookSignature X-Partner-Signature sha256 hmac-key-123
 BankWebhookPartner paystack
 BankPasswordVerifyConcurrency 4
+BankPasswordVerifyServerConcurrency 3
 BankTokenCacheSeconds 0
 <Location /api/auth/sign_in>
     BankPasswordVerifyConcurrency 2 0
@@ -220,6 +221,12 @@ my @bad = (
     ['BankPasswordVerifyConcurrency 2 -1', 'BankPasswordVerifyConcurrency', 'negative waiting'],
     ['BankPasswordVerifyConcurrency 2 100001', 'BankPasswordVerifyConcurrency', 'too many waiting'],
     ['BankPasswordVerifyConcurrency 2 4 8', 'BankPasswordVerifyConcurrency', 'three arguments'],
+    ['BankPasswordVerifyServerConcurrency 0', 'BankPasswordVerifyServerConcurrency', 'zero (off is the word)'],
+    ['BankPasswordVerifyServerConcurrency 257', 'BankPasswordVerifyServerConcurrency', 'over 256'],
+    ['BankPasswordVerifyServerConcurrency 2x', 'BankPasswordVerifyServerConcurrency', 'not a number'],
+    ['BankPasswordVerifyServerConcurrency -1', 'BankPasswordVerifyServerConcurrency', 'negative'],
+    ["<Location /x>\nBankPasswordVerifyServerConcurrency 2\n</Location>",
+        'BankPasswordVerifyServerConcurrency', 'inside a Location (server-wide only)'],
 );
 for my $b (@bad) {
     my ($line, $name, $why) = @$b;
