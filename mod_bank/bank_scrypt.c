@@ -251,13 +251,20 @@ int bank_scrypt(apr_pool_t *pool, const char *pass, apr_size_t passlen, const un
                 apr_size_t saltlen, unsigned long n, unsigned long r, unsigned long p,
                 unsigned char *out, apr_size_t outlen)
 {
-    apr_size_t blen = (apr_size_t)128 * r * p, vlen = (apr_size_t)128 * r * n, i;
+    apr_size_t blen, vlen, i;
     mapping_t *m;
     unsigned char *b, *area;
     int rc = -1;
 
-    if (n < 2 || (n & (n - 1)) != 0 || r < 1 || p < 1 || passlen > INT_MAX || saltlen > INT_MAX ||
-        blen > INT_MAX || outlen > INT_MAX) {
+    /* sizes that would not fit in memory's addresses are refused before any is computed */
+    if (n < 2 || (n & (n - 1)) != 0 || n > SIZE_MAX / 2 || r < 1 || p < 1 ||
+        r > SIZE_MAX / 256 / (n + 2) || p > SIZE_MAX / 256 / r || passlen > INT_MAX ||
+        saltlen > INT_MAX || outlen > INT_MAX) {
+        return -1;
+    }
+    blen = (apr_size_t)128 * r * p;
+    vlen = (apr_size_t)128 * r * n;
+    if (blen > INT_MAX) {
         return -1;
     }
     /* One mapping, a huge page more than needed so that the work area can start on a huge

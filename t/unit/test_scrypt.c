@@ -99,6 +99,9 @@ static void test_refused(apr_pool_t *p)
     CHECK(bank_scrypt(p, "x", 1, (const unsigned char *)"s", 1, 1000, 8, 1, out, 64) == -1);
     CHECK(bank_scrypt(p, "x", 1, (const unsigned char *)"s", 1, 1024, 0, 1, out, 64) == -1);
     CHECK(bank_scrypt(p, "x", 1, (const unsigned char *)"s", 1, 1024, 8, 0, out, 64) == -1);
+    /* a work area beyond what memory can address is refused, not wrapped around */
+    CHECK(bank_scrypt(p, "x", 1, (const unsigned char *)"s", 1, 1UL << 62, 8, 1, out, 64) == -1);
+    CHECK(bank_scrypt(p, "x", 1, (const unsigned char *)"s", 1, 1024, 1UL << 56, 1, out, 64) == -1);
     CHECK(bank_scrypt_mem(16384, 8) == (apr_size_t)128 * 8 * 16386);
 }
 
