@@ -159,10 +159,12 @@ bank_db_rc bank_sign_in(bank_db_t *db, const bank_sign_in_t *in, bank_sign_in_re
     bank_count_t n;
     const char *secret;
     bank_db_rc rc;
+    int ok;
 
     memset(out, 0, sizeof(*out));
     memset(&f, 0, sizeof(f));
     f.db = db;
+    out->db = db;
     f.pool = bank_db_pool(db);
     f.in = in;
     f.out = out;
@@ -184,15 +186,22 @@ bank_db_rc bank_sign_in(bank_db_t *db, const bank_sign_in_t *in, bank_sign_in_re
     if (rc != BANK_DB_OK && rc != BANK_DB_NOT_FOUND) {
         return rc;
     }
-    switch (password_ok(&f, rc == BANK_DB_OK)) {
-    case -1:
+    if (in->take) {
+        in->give_back(in->db_baton);
+        f.db = db = out->db = NULL;
+    }
+    ok = password_ok(&f, rc == BANK_DB_OK);
+    if (ok == -1) {
         out->verdict = BANK_SIGN_IN_BUSY;
         out->failed_at = NULL;
         return BANK_DB_OK;
-    case 0:
+    }
+    if (in->take && !(f.db = db = out->db = in->take(in->db_baton))) {
+        out->failed_at = "connection after the password check";
+        return BANK_DB_ERROR;
+    }
+    if (ok == 0) {
         return refuse(&f);
-    default:
-        break;
     }
     out->failed_at = "sign-in";
     if ((rc = bank_db_transaction(db, issue, &f)) != BANK_DB_OK) {
