@@ -63,7 +63,7 @@ $(BUILD)/unit/%: t/unit/%.c t/unit/unit.h t/unit/db_fixture.h $(CORE_SRC) $(HEAD
 
 $(BUILD)/unit/test_scrypt_portable: t/unit/test_scrypt.c t/unit/unit.h $(CORE_SRC) $(HEADERS)
 	@mkdir -p $(BUILD)/unit
-	$(CC) -O1 -g $(WARN) -fsanitize=address,undefined -fno-omit-frame-pointer -Iinclude -It/unit \
+	$(CC) -O2 -g $(WARN) -fsanitize=address,undefined -fno-omit-frame-pointer -Iinclude -It/unit \
 	    -DBANK_SCRYPT_PORTABLE $(APR_INC) -o $@ $< $(CORE_SRC) -lapr-1 -laprutil-1 $(LIBS)
 
 $(BUILD)/bench/%: t/bench/%.c $(CORE_SRC) $(HEADERS)

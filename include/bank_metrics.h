@@ -52,8 +52,7 @@ typedef struct {
 typedef struct {
     apr_uint64_t counter[BANK_M_COUNT];
     apr_uint64_t password_waiting;     /* gauge: password verifications under way */
-    apr_uint64_t password_running;     /* verifications computing (past the server's bound) */
-    apr_uint64_t password_running_max; /* gauge: the most of them at once since httpd started */
+    apr_uint64_t password_running_max; /* gauge: the most verifications computing at once */
     bank_histogram_t latency[BANK_EP_COUNT];
 } bank_metrics_t;
 
@@ -63,8 +62,8 @@ void bank_metrics_observe(bank_metrics_t *m, bank_endpoint_t e, apr_interval_tim
 /* A password verification starts (delta 1) or ends (delta -1). */
 void bank_metrics_waiting(bank_metrics_t *m, int delta);
 
-/* A verification starts computing (delta 1) or ends (delta -1); keeps the maximum. */
-void bank_metrics_running(bank_metrics_t *m, int delta);
+/* `now` verifications compute at once (counted by the host's bound): keeps the maximum. */
+void bank_metrics_running(bank_metrics_t *m, apr_uint64_t now);
 
 /* The `endpoint` label of e ("sign_in", ...). */
 const char *bank_metrics_endpoint(bank_endpoint_t e);

@@ -21,9 +21,9 @@ void bank_verify_child_init(apr_pool_t *pchild, server_rec *s);
  * 0 once it has run, or 1 at once if v already has its concurrency running and its waiting
  * queued. */
 int bank_verify_run(void *v, void (*fn)(void *arg), void *arg);
-/* BankPasswordVerifyServerConcurrency (server config only): off, or 1 to
+/* BankPasswordVerifyServerConcurrency (mod_bank_config.c checks it): 0 (off), or 1 to
  * BANK_VERIFY_SLOTS_MAX verifications computing at once in all processes together. */
-const char *bank_verify_set_server_slots(cmd_parms *cmd, void *cfg, const char *arg);
+void bank_verify_set_server_slots(apr_pool_t *pconf, int slots);
 #define BANK_VERIFY_SLOTS_MAX 256
 /* Makes the server's semaphore (after the configuration is read; removed with pconf). */
 void bank_verify_post_config(apr_pool_t *pconf, server_rec *s);

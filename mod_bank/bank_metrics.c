@@ -62,15 +62,10 @@ void bank_metrics_waiting(bank_metrics_t *m, int delta)
     }
 }
 
-void bank_metrics_running(bank_metrics_t *m, int delta)
+void bank_metrics_running(bank_metrics_t *m, apr_uint64_t now)
 {
-    apr_uint64_t now, max;
+    apr_uint64_t max;
 
-    if (delta < 0) {
-        apr_atomic_dec64(&m->password_running);
-        return;
-    }
-    now = apr_atomic_inc64(&m->password_running) + 1;
     while ((max = apr_atomic_read64(&m->password_running_max)) < now &&
            apr_atomic_cas64(&m->password_running_max, now, max) != max) {
     }
@@ -156,8 +151,8 @@ const char *bank_metrics_prometheus(apr_pool_t *p, const bank_metrics_t *m)
     out = apr_psprintf(
         p, "%s%sbank_password_verifications_running_max %" APR_UINT64_T_FMT "\n", out,
         family_head(p, "bank_password_verifications_running_max", "gauge",
-                    "The most password verifications computing at once, in all processes together, "
-                    "since httpd started (at most BankPasswordVerifyServerConcurrency)."),
+                    "The most password verifications computing at once in all processes together, "
+                    "as the server-wide bound counts them (BankPasswordVerifyServerConcurrency)."),
         apr_atomic_read64((volatile apr_uint64_t *)&m->password_running_max));
     out = apr_pstrcat(p, out,
                       family_head(p, "bank_request_duration_seconds", "histogram",

@@ -237,12 +237,19 @@ apr_size_t bank_scrypt_mem(unsigned long n, unsigned long r)
 typedef struct {
     void *addr;
     apr_size_t len;
+    unsigned char *used; /* what ROMix wrote (V, x, y), wiped before the unmap */
+    apr_size_t used_len;
 } mapping_t;
 
+/* Any V_i or the last x lets a guess be tested without scrypt's memory cost: wiped, as
+ * OpenSSL wipes its own, before the pages go back (munmap does not clear them). */
 static apr_status_t unmap(void *data)
 {
     mapping_t *m = data;
 
+    if (m->used) {
+        OPENSSL_cleanse(m->used, m->used_len);
+    }
     munmap(m->addr, m->len);
     return APR_SUCCESS;
 }
@@ -257,7 +264,8 @@ int bank_scrypt(apr_pool_t *pool, const char *pass, apr_size_t passlen, const un
     int rc = -1;
 
     /* sizes that would not fit in memory's addresses are refused before any is computed */
-    if (n < 2 || (n & (n - 1)) != 0 || n > SIZE_MAX / 2 || r < 1 || p < 1 ||
+    /* Integerify reads 32 bits (n up to 2^32, as OpenSSL) */
+    if (n < 2 || (n & (n - 1)) != 0 || n > 0xFFFFFFFFUL || r < 1 || p < 1 ||
         r > SIZE_MAX / 256 / (n + 2) || p > SIZE_MAX / 256 / r || passlen > INT_MAX ||
         saltlen > INT_MAX || outlen > INT_MAX) {
         return -1;
@@ -270,7 +278,7 @@ int bank_scrypt(apr_pool_t *pool, const char *pass, apr_size_t passlen, const un
     /* One mapping, a huge page more than needed so that the work area can start on a huge
      * page boundary (pages never touched are never backed). The pool's cleanup unmaps it
      * even if this call is cut short. */
-    m = apr_palloc(pool, sizeof(*m));
+    m = apr_pcalloc(pool, sizeof(*m));
     m->len = bank_scrypt_mem(n, r) + HUGE_PAGE;
     m->addr = mmap(NULL, m->len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
     if (m->addr == MAP_FAILED) {
@@ -281,9 +289,17 @@ int bank_scrypt(apr_pool_t *pool, const char *pass, apr_size_t passlen, const un
 #ifdef MADV_HUGEPAGE
     (void)madvise(area, m->len - (apr_size_t)(area - (unsigned char *)m->addr), MADV_HUGEPAGE);
 #endif
+#ifdef MADV_DONTDUMP
+    (void)madvise(m->addr, m->len, MADV_DONTDUMP); /* never in a core file */
+#endif
+#ifdef MADV_DONTFORK
+    (void)madvise(m->addr, m->len, MADV_DONTFORK);
+#endif
     b = apr_palloc(pool, blen);
     if (PKCS5_PBKDF2_HMAC(pass, (int)passlen, salt, (int)saltlen, 1, EVP_sha256(), (int)blen, b) ==
         1) {
+        m->used = area;
+        m->used_len = vlen + (apr_size_t)256 * r;
         for (i = 0; i < p; i++) {
             ro_mix(b + (apr_size_t)128 * r * i, r, n, (lane_t *)(void *)area,
                    (lane_t *)(void *)(area + vlen), (lane_t *)(void *)(area + vlen + 128 * r));

@@ -8,7 +8,7 @@
  *  - Per server: those threads, in every process, compute only while they hold a slot of one
  *    System V semaphore (default: as many slots as CPUs). An event MPM server under a sign-in
  *    flood runs 4 to 6 processes; without it their verification threads together oversubscribe
- *    the CPUs and every verification runs slower (measured 5-11% fewer per second with 2 to 6
+ *    the CPUs and every verification runs slower (measured 5-22% fewer per second with 2 to 6
  *    times as many as CPUs, docs/benchmarks.md). SEM_UNDO gives back the slots of a process
  *    that dies holding them. A graceful restart removes the old semaphore: the old
  *    generation's last verifications then run without it. */
@@ -18,12 +18,11 @@
 #include <sys/ipc.h>
 #include <sys/sem.h>
 #include <httpd.h>
-#include <apr_lib.h>
-#include <apr_strings.h>
 #include <apr_thread_proc.h>
 #include <apr_thread_mutex.h>
 #include <apr_thread_cond.h>
 #include <http_config.h>
+#include <http_core.h>
 #include <unixd.h>
 #include "mod_bank.h"
 #include "mod_bank_verify.h"
@@ -56,7 +55,7 @@ struct bank_verifier_s {
 static bank_verifier_t *all = NULL;
 /* BankPasswordVerifyServerConcurrency: -1 not set (the CPU count), 0 off. */
 static int server_slots = -1;
-union semun {
+union bank_semun {
     int val;
     struct semid_ds *buf;
     unsigned short *array;
@@ -64,6 +63,9 @@ union semun {
 /* The server's semaphore (post_config), inherited by the children; -1: none. */
 static int gate_id = -1;
 static pid_t gate_owner;
+static int gate_slots;
+static server_rec *gate_server;
+static int gate_lost; /* in this process: the semaphore went away (logged once) */
 static bank_verifier_t *fallback = NULL;
 
 static apr_status_t forget_all(void *unused)
@@ -107,29 +109,11 @@ static apr_status_t unset_server_slots(void *unused)
     return APR_SUCCESS;
 }
 
-const char *bank_verify_set_server_slots(cmd_parms *cmd, void *cfg, const char *arg)
+void bank_verify_set_server_slots(apr_pool_t *pconf, int slots)
 {
-    const char *err = ap_check_cmd_context(cmd, GLOBAL_ONLY);
-    char *end;
-    long v;
-
-    (void)cfg;
-    if (err) {
-        return err;
-    }
-    if (strcasecmp(arg, "off") == 0) {
-        v = 0;
-    } else {
-        v = strtol(arg, &end, 10);
-        if (!apr_isdigit(*arg) || *end || v < 1 || v > BANK_VERIFY_SLOTS_MAX) {
-            return apr_psprintf(cmd->pool, "%s: off, or a number from 1 to %d", cmd->cmd->name,
-                                BANK_VERIFY_SLOTS_MAX);
-        }
-    }
-    server_slots = (int)v;
+    server_slots = slots;
     /* the configuration is read again on every restart, and may no longer set it */
-    apr_pool_cleanup_register(cmd->pool, NULL, unset_server_slots, apr_pool_cleanup_null);
-    return NULL;
+    apr_pool_cleanup_register(pconf, NULL, unset_server_slots, apr_pool_cleanup_null);
 }
 
 /* Only the parent that made it removes it: a child never runs this (pconf outlives it). */
@@ -147,10 +131,13 @@ void bank_verify_post_config(apr_pool_t *pconf, server_rec *s)
 {
     int slots = server_slots < 0 ? cpu_count() : server_slots, ok;
     struct semid_ds ds;
-    union semun arg; /* semctl(2): the caller declares it */
+    union bank_semun arg; /* semctl(2): the caller declares it */
 
     gate_id = -1;
-    if (slots == 0) {
+    gate_slots = slots;
+    gate_server = s;
+    /* the first of the two start-up passes only checks the configuration */
+    if (slots == 0 || ap_state_query(AP_SQ_MAIN_STATE) == AP_SQ_MS_CREATE_PRE_CONFIG) {
         return;
     }
     arg.val = slots;
@@ -188,7 +175,16 @@ static int gate(int op)
     b.sem_flg = SEM_UNDO;
     while (semop(gate_id, &b, 1) != 0) {
         if (errno != EINTR) {
-            return -1; /* removed by a restart: verify without it */
+            /* removed (a graceful restart made a new one, ipcrm, systemd's RemoveIPC) or no
+             * longer ours: verify without it from now on in this process, and say so once */
+            if (!gate_lost) {
+                gate_lost = 1;
+                ap_log_error(APLOG_MARK, APLOG_WARNING, errno, gate_server,
+                             BANKLOGNO(1404) "the semaphore of "
+                                             "BankPasswordVerifyServerConcurrency is gone: "
+                                             "this process verifies bounded per process only");
+            }
+            return -1;
         }
     }
     return 0;
@@ -197,15 +193,14 @@ static int gate(int op)
 static void compute(job_t *j)
 {
     bank_metrics_t *m = bank_metrics_block();
-    int held = gate_id >= 0 && gate(-1) == 0;
+    int held = gate_id >= 0 && !gate_lost && gate(-1) == 0, free_slots;
 
-    if (m) {
-        bank_metrics_running(m, 1);
+    /* how many compute now, as the semaphore counts them (exact whatever became of processes
+     * that held slots: the kernel gave theirs back) */
+    if (held && m && (free_slots = semctl(gate_id, 0, GETVAL)) >= 0 && free_slots < gate_slots) {
+        bank_metrics_running(m, (apr_uint64_t)(gate_slots - free_slots));
     }
     j->fn(j->arg);
-    if (m) {
-        bank_metrics_running(m, -1);
-    }
     if (held) {
         gate(1);
     }

@@ -42,6 +42,13 @@ creds_file('creds-ok', 0600, "app-id-123 prod_sk_secret\n");
 my $open_creds = creds_file('creds-open', 0644, "app-id-123 prod_sk_secret\n");
 my $one_word   = creds_file('creds-one', 0600, "prod_sk_secret\n");
 
+{
+    my ($rc_off, $out_off) = check_config("BankPasswordVerifyServerConcurrency off\n");
+    is($rc_off, 0, 'BankPasswordVerifyServerConcurrency off is accepted') or diag($out_off);
+    my ($rc_ci, $out_ci) = check_config("BankPasswordVerifyServerConcurrency OFF\n");
+    is($rc_ci, 0, 'BankPasswordVerifyServerConcurrency OFF (any case) is accepted') or diag($out_ci);
+}
+
 my ($rc, $out) = check_config(<<"OK");
 BankClientKey key-one-123 key-two-456
 BankTokenLifetime 60
@@ -227,6 +234,8 @@ my @bad = (
     ['BankPasswordVerifyServerConcurrency -1', 'BankPasswordVerifyServerConcurrency', 'negative'],
     ["<Location /x>\nBankPasswordVerifyServerConcurrency 2\n</Location>",
         'BankPasswordVerifyServerConcurrency', 'inside a Location (server-wide only)'],
+    ["<VirtualHost 127.0.0.1:1>\nBankPasswordVerifyServerConcurrency 2\n</VirtualHost>",
+        'BankPasswordVerifyServerConcurrency', 'inside a virtual host (server-wide only)'],
 );
 for my $b (@bad) {
     my ($line, $name, $why) = @$b;
