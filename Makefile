@@ -22,7 +22,8 @@ SQLDIR    := $(PREFIX)/share/mod_bank/sql
 # Where the Debian package (make deb) puts the SQL files; its bankctl looks there.
 DEB_SQLDIR := /usr/share/mod_bank/sql
 UNIT_SRC  := $(wildcard t/unit/test_*.c)
-UNIT_BIN  := $(patsubst t/unit/%.c,$(BUILD)/unit/%,$(UNIT_SRC))
+# test_scrypt twice: the second with scrypt's plain C lanes (mod_bank/bank_scrypt.c).
+UNIT_BIN  := $(patsubst t/unit/%.c,$(BUILD)/unit/%,$(UNIT_SRC)) $(BUILD)/unit/test_scrypt_portable
 # The ceilings scripts/bench measures beside the endpoints (raw KDF, raw SQLite INSERT).
 BENCH_BIN := $(patsubst t/bench/%.c,$(BUILD)/bench/%,$(wildcard t/bench/*.c))
 # libFuzzer harnesses (t/fuzz/fuzz_*.c), each run for FUZZ_SECONDS by `make fuzz`.
@@ -59,6 +60,11 @@ $(BUILD)/unit/%: t/unit/%.c t/unit/unit.h t/unit/db_fixture.h $(CORE_SRC) $(HEAD
 	@mkdir -p $(BUILD)/unit
 	$(CC) -O1 -g $(WARN) -fsanitize=address,undefined -fno-omit-frame-pointer -Iinclude -It/unit \
 	    $(APR_INC) -o $@ $< $(CORE_SRC) -lapr-1 -laprutil-1 $(LIBS)
+
+$(BUILD)/unit/test_scrypt_portable: t/unit/test_scrypt.c t/unit/unit.h $(CORE_SRC) $(HEADERS)
+	@mkdir -p $(BUILD)/unit
+	$(CC) -O2 -g $(WARN) -fsanitize=address,undefined -fno-omit-frame-pointer -Iinclude -It/unit \
+	    -DBANK_SCRYPT_PORTABLE $(APR_INC) -o $@ $< $(CORE_SRC) -lapr-1 -laprutil-1 $(LIBS)
 
 $(BUILD)/bench/%: t/bench/%.c $(CORE_SRC) $(HEADERS)
 	@mkdir -p $(BUILD)/bench

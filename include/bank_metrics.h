@@ -51,7 +51,8 @@ typedef struct {
 
 typedef struct {
     apr_uint64_t counter[BANK_M_COUNT];
-    apr_uint64_t password_waiting; /* gauge: password verifications under way */
+    apr_uint64_t password_waiting;     /* gauge: password verifications under way */
+    apr_uint64_t password_running_max; /* gauge: the most verifications computing at once */
     bank_histogram_t latency[BANK_EP_COUNT];
 } bank_metrics_t;
 
@@ -60,6 +61,9 @@ void bank_metrics_count(bank_metrics_t *m, bank_metric_t c);
 void bank_metrics_observe(bank_metrics_t *m, bank_endpoint_t e, apr_interval_time_t took);
 /* A password verification starts (delta 1) or ends (delta -1). */
 void bank_metrics_waiting(bank_metrics_t *m, int delta);
+
+/* `now` verifications compute at once (counted by the host's bound): keeps the maximum. */
+void bank_metrics_running(bank_metrics_t *m, apr_uint64_t now);
 
 /* The `endpoint` label of e ("sign_in", ...). */
 const char *bank_metrics_endpoint(bank_endpoint_t e);

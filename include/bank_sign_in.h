@@ -36,6 +36,12 @@ typedef struct {
     bank_metrics_t *metrics;    /* password verifications are counted there; NULL: not counted */
     bank_sign_in_runner_fn run; /* NULL: verify on the calling thread */
     void *run_baton;
+    /* Optional (both or neither): the host gives the database connection back before the
+     * password is verified, and takes one again after (NULL: none to be had), so that sign-ins
+     * waiting for a verification hold no connection. NULL: the one given is kept. */
+    void (*give_back)(void *baton);
+    bank_db_t *(*take)(void *baton);
+    void *db_baton;
 } bank_sign_in_t;
 
 typedef enum {
@@ -66,6 +72,7 @@ typedef struct {
     const char *token_id;
     const char *expires;
     const char *failed_at; /* on a failure: what was being done, for the log */
+    bank_db_t *db;         /* the connection used last (NULL: none could be taken again) */
 } bank_sign_in_result_t;
 
 bank_db_rc bank_sign_in(bank_db_t *db, const bank_sign_in_t *in, bank_sign_in_result_t *out);

@@ -9,6 +9,13 @@
 /* A pooled connection for this request, or NULL after logging why (the caller answers 503
  * through bank_error_db, mod_bank_http.h). */
 bank_db_t *bank_db(request_rec *r);
+/* A connection of the same pool for part of a request only: given back to the pool by
+ * bank_db_give_back (or when the request ends), so that a request that then waits (sign-in's
+ * password verification) holds none meanwhile. *lease is NULL when none could be had (then
+ * NULL is returned, logged as for bank_db). */
+bank_db_t *bank_db_take(request_rec *r, apr_pool_t **lease);
+/* Gives a taken connection back; the bank_db_t from it must not be used again. */
+void bank_db_give_back(apr_pool_t **lease);
 /* What a failed bank_db_* call means for the client, after logging it with what: 1 if it is
  * worth retrying (busy, unreachable, connection lost: 503), 0 for an error of ours (500).
  * Ends a transaction left open. db may be NULL (no connection: 1). */

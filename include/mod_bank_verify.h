@@ -1,9 +1,11 @@
-/* mod_bank_verify.c: password verifications bounded per process (BankPasswordVerifyConcurrency,
- * docs/configuration.md), run on a few threads of their own. */
+/* mod_bank_verify.c: password verifications bounded per process (BankPasswordVerifyConcurrency)
+ * and per server (BankPasswordVerifyServerConcurrency, docs/configuration.md), run on a few
+ * threads of their own. */
 #ifndef MOD_BANK_VERIFY_H
 #define MOD_BANK_VERIFY_H
 
 #include <httpd.h>
+#include <http_config.h>
 
 typedef struct bank_verifier_s bank_verifier_t;
 
@@ -19,6 +21,12 @@ void bank_verify_child_init(apr_pool_t *pchild, server_rec *s);
  * 0 once it has run, or 1 at once if v already has its concurrency running and its waiting
  * queued. */
 int bank_verify_run(void *v, void (*fn)(void *arg), void *arg);
+/* BankPasswordVerifyServerConcurrency (mod_bank_config.c checks it): 0 (off), or 1 to
+ * BANK_VERIFY_SLOTS_MAX verifications computing at once in all processes together. */
+void bank_verify_set_server_slots(apr_pool_t *pconf, int slots);
+#define BANK_VERIFY_SLOTS_MAX 256
+/* Makes the server's semaphore (after the configuration is read; removed with pconf). */
+void bank_verify_post_config(apr_pool_t *pconf, server_rec *s);
 /* The default number of waiters per verification thread (docs/configuration.md). */
 #define BANK_VERIFY_WAIT_FACTOR 16
 

@@ -62,6 +62,15 @@ void bank_metrics_waiting(bank_metrics_t *m, int delta)
     }
 }
 
+void bank_metrics_running(bank_metrics_t *m, apr_uint64_t now)
+{
+    apr_uint64_t max;
+
+    while ((max = apr_atomic_read64(&m->password_running_max)) < now &&
+           apr_atomic_cas64(&m->password_running_max, now, max) != max) {
+    }
+}
+
 void bank_metrics_observe(bank_metrics_t *m, bank_endpoint_t e, apr_interval_time_t took)
 {
     int i = 0;
@@ -139,6 +148,12 @@ const char *bank_metrics_prometheus(apr_pool_t *p, const bank_metrics_t *m)
         family_head(p, "bank_password_verifications_waiting", "gauge",
                     "Password verifications (scrypt or bcrypt) started and not yet finished."),
         apr_atomic_read64((volatile apr_uint64_t *)&m->password_waiting));
+    out = apr_psprintf(
+        p, "%s%sbank_password_verifications_running_max %" APR_UINT64_T_FMT "\n", out,
+        family_head(p, "bank_password_verifications_running_max", "gauge",
+                    "The most password verifications computing at once in all processes together, "
+                    "as the server-wide bound counts them (BankPasswordVerifyServerConcurrency)."),
+        apr_atomic_read64((volatile apr_uint64_t *)&m->password_running_max));
     out = apr_pstrcat(p, out,
                       family_head(p, "bank_request_duration_seconds", "histogram",
                                   "Time from the request's arrival to the end of the handler."),

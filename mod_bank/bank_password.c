@@ -7,11 +7,11 @@
 
 #include <crypt.h>
 #include <openssl/crypto.h>
-#include <openssl/evp.h>
 
 #include "bank_password.h"
 #include "bank_encoding.h"
 #include "bank_rand.h"
+#include "bank_scrypt.h"
 
 /* AdonisJS defaults for new hashes. */
 #define SCRYPT_N 16384
@@ -142,10 +142,10 @@ static int scrypt_parse_params(const char *s, scrypt_params *sp)
     return seen == 7 ? 0 : -1;
 }
 
-/* What OpenSSL's scrypt allocates: B (128*r*p) plus V and scratch (128*r*(n+2)). */
+/* What one verification needs: B (128*r*p) plus the work area (bank_scrypt.c). */
 static unsigned long scrypt_mem(const scrypt_params *sp)
 {
-    return 128UL * sp->r * (sp->n + 2 + sp->p);
+    return 128UL * sp->r * sp->p + bank_scrypt_mem(sp->n, sp->r);
 }
 
 static int scrypt_params_ok(const scrypt_params *sp)
@@ -163,13 +163,11 @@ static int scrypt_params_ok(const scrypt_params *sp)
            sp->keylen >= SCRYPT_MIN_KEY && sp->keylen <= SCRYPT_MAX_KEY;
 }
 
-static int scrypt_derive(const char *plain, const scrypt_params *sp, unsigned char *out)
+static int scrypt_derive(apr_pool_t *p, const char *plain, const scrypt_params *sp,
+                         unsigned char *out)
 {
-    /* A margin over the exact need, so that OpenSSL's own accounting never refuses. */
-    return EVP_PBE_scrypt(plain, strlen(plain), sp->salt, sp->saltlen, sp->n, sp->r, sp->p,
-                          scrypt_mem(sp) + 65536, out, sp->keylen) == 1
-               ? 0
-               : -1;
+    return bank_scrypt(p, plain, strlen(plain), sp->salt, sp->saltlen, sp->n, sp->r, sp->p, out,
+                       sp->keylen);
 }
 
 static int verify_scrypt(apr_pool_t *p, const char *plain, const char *rest)
@@ -185,7 +183,7 @@ static int verify_scrypt(apr_pool_t *p, const char *plain, const char *rest)
         return BANK_PW_MALFORMED;
     }
     got = apr_palloc(p, sp.keylen);
-    if (scrypt_derive(plain, &sp, got) != 0) {
+    if (scrypt_derive(p, plain, &sp, got) != 0) {
         return BANK_PW_MALFORMED;
     }
     return CRYPTO_memcmp(got, sp.key, sp.keylen) == 0 ? BANK_PW_MATCH : BANK_PW_MISMATCH;
@@ -302,7 +300,7 @@ char *bank_password_hash(apr_pool_t *p, const char *plain)
     sp.saltlen = sizeof(salt);
     sp.key = key;
     sp.keylen = sizeof(key);
-    if (scrypt_derive(plain, &sp, key) != 0) {
+    if (scrypt_derive(p, plain, &sp, key) != 0) {
         return NULL;
     }
     return apr_psprintf(p, "$scrypt$n=%d,r=%d,p=%d$%s$%s", SCRYPT_N, SCRYPT_R, SCRYPT_P,

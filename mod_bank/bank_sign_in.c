@@ -33,12 +33,12 @@ static bank_db_rc over(flow_t *f, bank_sign_in_verdict v, const bank_counter_t *
 
 /* The verification, as one job for the host's runner. An unknown e-mail and an unreadable
  * stored hash still cost one verification, so the answer's timing does not tell them from a
- * wrong password. Counted in metrics while it runs (bank_password_verifications_waiting). */
+ * wrong password. Counted in metrics from admission to the end
+ * (bank_password_verifications_waiting). */
 typedef struct {
     apr_pool_t *pool;
     const char *plain;
     const char *stored; /* NULL: unknown e-mail */
-    bank_metrics_t *metrics;
     int rc;
 } verify_job;
 
@@ -46,30 +46,32 @@ static void verify(void *arg)
 {
     verify_job *j = arg;
 
-    if (j->metrics) {
-        bank_metrics_waiting(j->metrics, 1);
-    }
     j->rc = bank_password_verify(j->pool, j->plain, j->stored ? j->stored : bank_password_dummy());
     if (j->stored && j->rc == BANK_PW_MALFORMED) {
         bank_password_verify(j->pool, j->plain, bank_password_dummy());
-    }
-    if (j->metrics) {
-        bank_metrics_waiting(j->metrics, -1);
     }
 }
 
 /* 1 if the password matches, 0 if not, -1 if the runner had no room for it. */
 static int password_ok(flow_t *f, int known)
 {
-    verify_job j = {f->pool, f->in->password, known ? f->out->customer.password : NULL,
-                    f->in->metrics, 0};
+    verify_job j = {f->pool, f->in->password, known ? f->out->customer.password : NULL, 0};
+    int refused = 0;
 
+    /* counted from admission to the end: waiting for a turn, then computing */
+    if (f->in->metrics) {
+        bank_metrics_waiting(f->in->metrics, 1);
+    }
     if (f->in->run) {
-        if (f->in->run(f->in->run_baton, verify, &j) != 0) {
-            return -1;
-        }
+        refused = f->in->run(f->in->run_baton, verify, &j) != 0;
     } else {
         verify(&j);
+    }
+    if (f->in->metrics) {
+        bank_metrics_waiting(f->in->metrics, -1);
+    }
+    if (refused) {
+        return -1;
     }
     if (!j.stored) {
         f->out->why = "unknown e-mail";
@@ -159,10 +161,12 @@ bank_db_rc bank_sign_in(bank_db_t *db, const bank_sign_in_t *in, bank_sign_in_re
     bank_count_t n;
     const char *secret;
     bank_db_rc rc;
+    int ok;
 
     memset(out, 0, sizeof(*out));
     memset(&f, 0, sizeof(f));
     f.db = db;
+    out->db = db;
     f.pool = bank_db_pool(db);
     f.in = in;
     f.out = out;
@@ -184,15 +188,22 @@ bank_db_rc bank_sign_in(bank_db_t *db, const bank_sign_in_t *in, bank_sign_in_re
     if (rc != BANK_DB_OK && rc != BANK_DB_NOT_FOUND) {
         return rc;
     }
-    switch (password_ok(&f, rc == BANK_DB_OK)) {
-    case -1:
+    if (in->take) {
+        in->give_back(in->db_baton);
+        f.db = db = out->db = NULL;
+    }
+    ok = password_ok(&f, rc == BANK_DB_OK);
+    if (ok == -1) {
         out->verdict = BANK_SIGN_IN_BUSY;
         out->failed_at = NULL;
         return BANK_DB_OK;
-    case 0:
+    }
+    if (in->take && !(f.db = db = out->db = in->take(in->db_baton))) {
+        out->failed_at = "connection after the password check";
+        return BANK_DB_ERROR;
+    }
+    if (ok == 0) {
         return refuse(&f);
-    default:
-        break;
     }
     out->failed_at = "sign-in";
     if ((rc = bank_db_transaction(db, issue, &f)) != BANK_DB_OK) {

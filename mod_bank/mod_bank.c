@@ -142,6 +142,7 @@ static int bank_post_config(apr_pool_t *pconf, apr_pool_t *plog, apr_pool_t *pte
     warn_unkeyed_servers(s);
     bank_idp_post_config(pconf, s);
     bank_metrics_post_config(pconf, s);
+    bank_verify_post_config(pconf, s);
     return bank_db_post_config(pconf, plog, ptemp, s);
 }
 

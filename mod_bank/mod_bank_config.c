@@ -532,6 +532,21 @@ static const char *set_verify_concurrency(cmd_parms *cmd, void *cfg, const char 
     return NULL;
 }
 
+static const char *set_verify_server(cmd_parms *cmd, void *cfg, const char *arg)
+{
+    const char *err = ap_check_cmd_context(cmd, GLOBAL_ONLY);
+    apr_int64_t v = 0;
+
+    (void)cfg;
+    if (!err && strcasecmp(arg, "off") != 0) {
+        err = parse_int(cmd, arg, 1, BANK_VERIFY_SLOTS_MAX, &v);
+    }
+    if (!err) {
+        bank_verify_set_server_slots(cmd->pool, (int)v);
+    }
+    return err;
+}
+
 #define BANK_CTX (RSRC_CONF | ACCESS_CONF)
 const command_rec bank_cmds[] = {
     AP_INIT_ITERATE("BankClientKey", set_client_key, NULL, BANK_CTX,
@@ -573,4 +588,7 @@ const command_rec bank_cmds[] = {
     AP_INIT_TAKE12("BankPasswordVerifyConcurrency", set_verify_concurrency, NULL, BANK_CTX,
                    "Password verifications at once per process (default: the CPU count), and "
                    "how many more may wait (default 16 per verification)"),
+    AP_INIT_TAKE1("BankPasswordVerifyServerConcurrency", set_verify_server, NULL, RSRC_CONF,
+                  "Password verifications at once in all processes together "
+                  "(default: the CPU count; off: no such bound)"),
     {NULL}};

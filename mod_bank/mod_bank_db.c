@@ -18,6 +18,8 @@ APLOG_USE_MODULE(bank);
 
 static APR_OPTIONAL_FN_TYPE(ap_dbd_prepare) *dbd_prepare = NULL;
 static APR_OPTIONAL_FN_TYPE(ap_dbd_acquire) *dbd_acquire = NULL;
+static APR_OPTIONAL_FN_TYPE(ap_dbd_open) *dbd_open = NULL;
+static APR_OPTIONAL_FN_TYPE(ap_dbd_close) *dbd_close = NULL;
 
 /* One per process (created before the fork): SQLite writers of a process take turns (sql.c). */
 static apr_thread_mutex_t *sqlite_writer = NULL;
@@ -26,6 +28,8 @@ void bank_db_retrieve_optional(void)
 {
     dbd_prepare = APR_RETRIEVE_OPTIONAL_FN(ap_dbd_prepare);
     dbd_acquire = APR_RETRIEVE_OPTIONAL_FN(ap_dbd_acquire);
+    dbd_open = APR_RETRIEVE_OPTIONAL_FN(ap_dbd_open);
+    dbd_close = APR_RETRIEVE_OPTIONAL_FN(ap_dbd_close);
 }
 
 /* The last DBDriver among directives (descending into conditional sections, not into
@@ -426,18 +430,13 @@ static bank_conn_state recover(bank_db_t *db, void *baton)
     return pg_restore(c->r, db, c->dbd) != 0 ? BANK_CONN_DOWN : st;
 }
 
-bank_db_t *bank_db(request_rec *r)
+/* mod_bank's handle on a connection mod_dbd gave this request. Allocated in the request's pool,
+ * so what the core reads through it outlives a lease given back. */
+static bank_db_t *wrap(request_rec *r, ap_dbd_t *dbd)
 {
-    ap_dbd_t *dbd = dbd_acquire ? dbd_acquire(r) : NULL;
-    bank_dbd_conn *c;
+    bank_dbd_conn *c = apr_pcalloc(r->pool, sizeof(*c));
     bank_db_t *db;
 
-    if (!dbd) {
-        ap_log_rerror(APLOG_MARK, APLOG_ERR, 0, r,
-                      BANKLOGNO(0202) "no database connection (see mod_dbd's messages above)");
-        return NULL;
-    }
-    c = apr_pcalloc(r->pool, sizeof(*c));
     c->r = r;
     c->dbd = dbd;
     db = bank_db_wrap(r->pool, dbd->driver, dbd->handle, dbd->prepared);
@@ -454,6 +453,61 @@ bank_db_t *bank_db(request_rec *r)
         }
     }
     return db;
+}
+
+static bank_db_t *no_connection(request_rec *r)
+{
+    ap_log_rerror(APLOG_MARK, APLOG_ERR, 0, r,
+                  BANKLOGNO(0202) "no database connection (see mod_dbd's messages above)");
+    return NULL;
+}
+
+bank_db_t *bank_db(request_rec *r)
+{
+    ap_dbd_t *dbd = dbd_acquire ? dbd_acquire(r) : NULL;
+
+    return dbd ? wrap(r, dbd) : no_connection(r);
+}
+
+typedef struct {
+    server_rec *s;
+    ap_dbd_t *dbd;
+} lease_t;
+
+static apr_status_t lease_end(void *data)
+{
+    lease_t *l = data;
+
+    dbd_close(l->s, l->dbd);
+    return APR_SUCCESS;
+}
+
+bank_db_t *bank_db_take(request_rec *r, apr_pool_t **lease)
+{
+    lease_t *l;
+
+    *lease = NULL;
+    if (!dbd_open || !dbd_close) {
+        return no_connection(r);
+    }
+    apr_pool_create(lease, r->pool);
+    l = apr_palloc(*lease, sizeof(*l));
+    l->s = r->server;
+    if (!(l->dbd = dbd_open(*lease, r->server))) {
+        apr_pool_destroy(*lease);
+        *lease = NULL;
+        return no_connection(r);
+    }
+    apr_pool_cleanup_register(*lease, l, lease_end, apr_pool_cleanup_null);
+    return wrap(r, l->dbd);
+}
+
+void bank_db_give_back(apr_pool_t **lease)
+{
+    if (*lease) {
+        apr_pool_destroy(*lease);
+        *lease = NULL;
+    }
 }
 
 int bank_db_failed(request_rec *r, bank_db_t *db, bank_db_rc rc, const char *what)

@@ -120,12 +120,31 @@ static int refused(request_rec *r, const bank_sign_in_t *in, const bank_sign_in_
     }
 }
 
+/* The connection is the request's for the throttle and customer lookups, given back while the
+ * password is verified and taken again for the answer's writes (bank_sign_in_t). */
+typedef struct {
+    request_rec *r;
+    apr_pool_t *lease;
+} lease_baton;
+
+static void give_back(void *baton)
+{
+    bank_db_give_back(&((lease_baton *)baton)->lease);
+}
+
+static bank_db_t *take(void *baton)
+{
+    lease_baton *b = baton;
+    return bank_db_take(b->r, &b->lease);
+}
+
 int bank_sign_in_handler(request_rec *r)
 {
     bank_dir_conf *conf = bank_conf(r);
     bank_sign_in_t in;
     bank_sign_in_result_t out;
     json_object *body, *doc;
+    lease_baton lease = {r, NULL};
     bank_db_t *db;
     bank_db_rc drc;
     int rc;
@@ -136,9 +155,12 @@ int bank_sign_in_handler(request_rec *r)
         (rc = bank_read_json(r, &body, NULL, NULL)) != OK || (rc = validate(r, body, &in)) != OK) {
         return rc;
     }
-    if (!(db = bank_db(r))) {
+    if (!(db = take(&lease))) {
         return bank_error_db(r, NULL, BANK_DB_ERROR, "sign-in");
     }
+    in.give_back = give_back;
+    in.take = take;
+    in.db_baton = &lease;
     in.ip = bank_client_ip(r);
     in.attempts = bank_conf_throttle_attempts(conf);
     in.window = bank_conf_throttle_window(conf);
@@ -150,6 +172,7 @@ int bank_sign_in_handler(request_rec *r)
     in.run = bank_verify_run;
     in.run_baton = conf->verifier ? conf->verifier : bank_verifier_default();
     drc = bank_sign_in(db, &in, &out);
+    db = out.db;
     if (out.malformed_hash) {
         ap_log_rerror(APLOG_MARK, APLOG_WARNING, 0, r,
                       BANKLOGNO(0504) "customer %s: stored password hash is in no format "

@@ -1,26 +1,32 @@
-/* Password verifications bounded per process (docs/configuration.md,
- * BankPasswordVerifyConcurrency). One scrypt verification takes about 40 ms of one CPU and
- * 16 MiB, which OpenSSL allocates on every call. Run on the request's own thread, each of an
- * event MPM child's 25 threads ends up with that much in its own glibc arena, kept after the
- * flood (1.3 GiB measured after 20 s of 64 concurrent sign-ins). Here only `concurrency`
- * threads per process ever verify, so at most that many work areas exist per process, and
- * each is reused by the next verification without new page faults (a fixed
- * M_MMAP_THRESHOLD would map and fault in the 16 MiB on every call: 12% more CPU per
- * verification, measured with perf stat). When nothing runs or waits, malloc_trim returns
- * what glibc lets it (the main arena's top, free pages inside arenas); a work area freed
- * inside a thread arena below memory still in use stays mapped until it is reused (measured:
- * about 16 MiB per verification thread after a flood, docs/configuration.md). A request
- * beyond `waiting` queued is refused at once (503) instead of holding a thread to wait. */
+/* Password verifications bounded per process and per server (docs/configuration.md,
+ * BankPasswordVerifyConcurrency, BankPasswordVerifyServerConcurrency). One scrypt verification
+ * takes a few tens of ms of one CPU and a 16 MiB work area, mapped for the call and unmapped
+ * after it (mod_bank/bank_scrypt.c), so nothing of it stays in a glibc arena after a flood.
+ *  - Per process: only `concurrency` threads of each process verify, in order, with at most
+ *    `waiting` sign-ins queued; a sign-in beyond that is refused at once (503) instead of
+ *    holding an httpd thread to wait.
+ *  - Per server: those threads, in every process, compute only while they hold a slot of one
+ *    System V semaphore (default: as many slots as CPUs). An event MPM server under a sign-in
+ *    flood runs 4 to 6 processes; without it their verification threads together oversubscribe
+ *    the CPUs and every verification runs slower (measured 5-22% fewer per second with 2 to 6
+ *    times as many as CPUs, docs/benchmarks.md). SEM_UNDO gives back the slots of a process
+ *    that dies holding them. A graceful restart removes the old semaphore: the old
+ *    generation's last verifications then run without it. */
+#include <errno.h>
 #include <unistd.h>
+#include <sys/types.h>
+#include <sys/ipc.h>
+#include <sys/sem.h>
 #include <httpd.h>
-#ifdef __GLIBC__
-#include <malloc.h>
-#endif
 #include <apr_thread_proc.h>
 #include <apr_thread_mutex.h>
 #include <apr_thread_cond.h>
+#include <http_config.h>
+#include <http_core.h>
+#include <unixd.h>
 #include "mod_bank.h"
 #include "mod_bank_verify.h"
+#include "mod_bank_metrics.h"
 
 APLOG_USE_MODULE(bank);
 
@@ -47,6 +53,19 @@ struct bank_verifier_s {
 };
 
 static bank_verifier_t *all = NULL;
+/* BankPasswordVerifyServerConcurrency: -1 not set (the CPU count), 0 off. */
+static int server_slots = -1;
+union bank_semun {
+    int val;
+    struct semid_ds *buf;
+    unsigned short *array;
+};
+/* The server's semaphore (post_config), inherited by the children; -1: none. */
+static int gate_id = -1;
+static pid_t gate_owner;
+static int gate_slots;
+static server_rec *gate_server;
+static int gate_lost; /* in this process: the semaphore went away (logged once) */
 static bank_verifier_t *fallback = NULL;
 
 static apr_status_t forget_all(void *unused)
@@ -77,11 +96,114 @@ bank_verifier_t *bank_verifier_default(void)
     return fallback;
 }
 
-static void give_back_memory(void)
+static int cpu_count(void)
 {
-#ifdef __GLIBC__
-    malloc_trim(0);
-#endif
+    long cpus = sysconf(_SC_NPROCESSORS_ONLN);
+    return cpus > 0 && cpus < 1024 ? (int)cpus : 1;
+}
+
+static apr_status_t unset_server_slots(void *unused)
+{
+    (void)unused;
+    server_slots = -1;
+    return APR_SUCCESS;
+}
+
+void bank_verify_set_server_slots(apr_pool_t *pconf, int slots)
+{
+    server_slots = slots;
+    /* the configuration is read again on every restart, and may no longer set it */
+    apr_pool_cleanup_register(pconf, NULL, unset_server_slots, apr_pool_cleanup_null);
+}
+
+/* Only the parent that made it removes it: a child never runs this (pconf outlives it). */
+static apr_status_t remove_gate(void *unused)
+{
+    (void)unused;
+    if (gate_id >= 0 && getpid() == gate_owner) {
+        semctl(gate_id, 0, IPC_RMID);
+    }
+    gate_id = -1;
+    return APR_SUCCESS;
+}
+
+void bank_verify_post_config(apr_pool_t *pconf, server_rec *s)
+{
+    int slots = server_slots < 0 ? cpu_count() : server_slots, ok;
+    struct semid_ds ds;
+    union bank_semun arg; /* semctl(2): the caller declares it */
+
+    gate_id = -1;
+    gate_slots = slots;
+    gate_server = s;
+    /* the first of the two start-up passes only checks the configuration */
+    if (slots == 0 || ap_state_query(AP_SQ_MAIN_STATE) == AP_SQ_MS_CREATE_PRE_CONFIG) {
+        return;
+    }
+    arg.val = slots;
+    gate_id = semget(IPC_PRIVATE, 1, IPC_CREAT | IPC_EXCL | 0600);
+    ok = gate_id >= 0 && semctl(gate_id, 0, SETVAL, arg) == 0;
+    if (ok && geteuid() == 0) {
+        /* the children, which take and give back slots, run as User */
+        arg.buf = &ds;
+        ok = semctl(gate_id, 0, IPC_STAT, arg) == 0;
+        ds.sem_perm.uid = ap_unixd_config.user_id;
+        ds.sem_perm.gid = ap_unixd_config.group_id;
+        ok = ok && semctl(gate_id, 0, IPC_SET, arg) == 0;
+    }
+    if (!ok) {
+        ap_log_error(APLOG_MARK, APLOG_WARNING, errno, s,
+                     BANKLOGNO(1403) "no semaphore for BankPasswordVerifyServerConcurrency: "
+                                     "password verifications bounded per process only");
+        if (gate_id >= 0) {
+            semctl(gate_id, 0, IPC_RMID);
+        }
+        gate_id = -1;
+        return;
+    }
+    gate_owner = getpid();
+    apr_pool_cleanup_register(pconf, NULL, remove_gate, apr_pool_cleanup_null);
+}
+
+/* Takes (-1) or gives back (1) one slot of the server's semaphore; 0 when done. */
+static int gate(int op)
+{
+    struct sembuf b;
+
+    b.sem_num = 0;
+    b.sem_op = (short)op;
+    b.sem_flg = SEM_UNDO;
+    while (semop(gate_id, &b, 1) != 0) {
+        if (errno != EINTR) {
+            /* removed (a graceful restart made a new one, ipcrm, systemd's RemoveIPC) or no
+             * longer ours: verify without it from now on in this process, and say so once */
+            if (!gate_lost) {
+                gate_lost = 1;
+                ap_log_error(APLOG_MARK, APLOG_WARNING, errno, gate_server,
+                             BANKLOGNO(1404) "the semaphore of "
+                                             "BankPasswordVerifyServerConcurrency is gone: "
+                                             "this process verifies bounded per process only");
+            }
+            return -1;
+        }
+    }
+    return 0;
+}
+
+static void compute(job_t *j)
+{
+    bank_metrics_t *m = bank_metrics_block();
+    int held = gate_id >= 0 && !gate_lost && gate(-1) == 0, free_slots;
+
+    /* how many compute now, as the semaphore counts them (exact whatever became of processes
+     * that held slots: the kernel gave theirs back) */
+    if (held && m && (free_slots = semctl(gate_id, 0, GETVAL)) >= 0 && free_slots < gate_slots) {
+        bank_metrics_running(m, (apr_uint64_t)(gate_slots - free_slots));
+    }
+    j->fn(j->arg);
+    if (held) {
+        gate(1);
+    }
 }
 
 static void *APR_THREAD_FUNC worker(apr_thread_t *t, void *data)
@@ -104,17 +226,12 @@ static void *APR_THREAD_FUNC worker(apr_thread_t *t, void *data)
         }
         v->running++;
         apr_thread_mutex_unlock(v->lock);
-        j->fn(j->arg);
+        compute(j);
         apr_thread_mutex_lock(v->lock);
         v->running--;
         v->admitted--;
         j->done = 1;
         apr_thread_cond_broadcast(v->done);
-        if (v->admitted == 0) {
-            apr_thread_mutex_unlock(v->lock);
-            give_back_memory();
-            apr_thread_mutex_lock(v->lock);
-        }
     }
     apr_thread_mutex_unlock(v->lock);
     apr_thread_exit(t, APR_SUCCESS);
@@ -170,8 +287,7 @@ static void start(bank_verifier_t *v, apr_pool_t *pchild, server_rec *s)
 void bank_verify_child_init(apr_pool_t *pchild, server_rec *s)
 {
     bank_verifier_t *v;
-    long cpus = sysconf(_SC_NPROCESSORS_ONLN);
-    int n = cpus > 0 && cpus < 1024 ? (int)cpus : 1;
+    int n = cpu_count();
 
     fallback = bank_verifier_new(pchild, n, n * BANK_VERIFY_WAIT_FACTOR);
     for (v = all; v; v = v->next) {
@@ -185,7 +301,8 @@ int bank_verify_run(void *baton, void (*fn)(void *arg), void *arg)
     job_t j = {fn, arg, 0, NULL};
 
     if (!v || !v->lock || v->threads == 0) {
-        fn(arg); /* no threads (logged at start): verify here rather than refuse every one */
+        job_t direct = {fn, arg, 0, NULL};
+        compute(&direct); /* no threads (logged at start): verify here, not refuse every one */
         return 0;
     }
     apr_thread_mutex_lock(v->lock);

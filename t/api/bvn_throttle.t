@@ -145,4 +145,20 @@ is($n{422} // 0, 5, 'twelve wrong attempts at once: five 422s') or diag(join ','
 is($n{429} // 0, 7, 'twelve wrong attempts at once: seven 429s');
 is(count_of($x) >= 5 ? 1 : 0, 1, 'the count reached the limit');
 
+# --- the right BVN hidden among wrong ones, past the limit: nothing verified ------------------
+# $x is at the limit: eleven wrong attempts and the right one at once are all 429, the right
+# one opens no account and clears nothing (its clear would be rolled back with its refusal).
+my @mixed = map { [$server, bvn_req($x, dob => '1970-01-01')] } 1 .. 11;
+splice @mixed, 5, 0, [$server, bvn_req($x)];
+my @res2 = concurrent(@mixed);
+my %m;
+$m{ $_->code }++ for @res2;
+is($m{429} // 0, 12, 'past the limit, the right BVN among eleven wrong ones at once: all 429')
+  or diag(join ',', %m);
+is_bvn_429($res2[5], 'the right BVN in the crowd', 5, 86400);
+is(db_value("SELECT count(*) FROM accounts WHERE customer_id = '$x->{c}{id}'"), 0,
+    'no account opened for the right BVN refused with 429');
+is(count_of($x) >= 5 ? 1 : 0, 1, 'the count was not cleared by the right BVN refused with 429');
+is(bvn_post($x)->code, 429, 'and the right BVN alone is still 429 afterwards');
+
 done_testing();

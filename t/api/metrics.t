@@ -46,6 +46,7 @@ like($first->header('Content-Type') // '', qr{^text/plain; version=0\.0\.4; char
 my $before = samples($first->content);
 for my $name (qw(bank_sign_ins_total bank_bvn_verifications_total bank_notices_total
     bank_db_errors_total bank_request_duration_seconds bank_password_verifications_waiting
+    bank_password_verifications_running_max
     bank_bearer_tokens_refused_total bank_unavailable_responses_total)) {
     like($first->content, qr/^# TYPE \Q$name\E (counter|gauge|histogram)$/m, "$name is exposed");
 }

@@ -1,22 +1,32 @@
 /* The sign-in ceiling for scripts/bench: mod_bank's own password verification
  * (bank_password_verify, scrypt n=16384 as sign-in runs it) in PROCS processes for SECONDS,
- * nothing else. Prints the verifications per second of all processes together. */
+ * nothing else. Prints the verifications per second of all processes together. With a third
+ * argument `openssl`, OpenSSL's EVP_PBE_scrypt with the same parameters instead (what a server
+ * using OpenSSL's scrypt, e.g. Node's crypto.scrypt, computes): a reference, not the ceiling. */
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 #include <unistd.h>
 #include <sys/wait.h>
 #include <apr_general.h>
 #include <apr_time.h>
+#include <openssl/evp.h>
 #include "bank_password.h"
 
-static long run(const char *stored, apr_time_t until)
+static long run(const char *stored, apr_time_t until, int openssl)
 {
     apr_pool_t *p;
+    unsigned char key[64];
     long n = 0;
 
     apr_pool_create(&p, NULL);
     while (apr_time_now() < until) {
-        if (bank_password_verify(p, "bench-password", stored) != BANK_PW_MATCH) {
+        if (openssl) {
+            if (EVP_PBE_scrypt("bench-password", 14, (const unsigned char *)"0123456789abcdef", 16,
+                               16384, 8, 1, 64UL * 1024 * 1024, key, sizeof(key)) != 1) {
+                return -1;
+            }
+        } else if (bank_password_verify(p, "bench-password", stored) != BANK_PW_MATCH) {
             return -1;
         }
         apr_pool_clear(p);
@@ -30,13 +40,15 @@ int main(int argc, char **argv)
     apr_pool_t *p;
     const char *stored;
     apr_time_t start, until;
-    int fds[2], procs, i, secs;
+    int fds[2], procs, i, secs, openssl;
     long total = 0, n;
 
-    if (argc != 3 || (secs = atoi(argv[1])) < 1 || (procs = atoi(argv[2])) < 1) {
-        fprintf(stderr, "usage: kdf SECONDS PROCS\n");
+    if (argc < 3 || argc > 4 || (secs = atoi(argv[1])) < 1 || (procs = atoi(argv[2])) < 1 ||
+        (argc == 4 && strcmp(argv[3], "openssl") != 0)) {
+        fprintf(stderr, "usage: kdf SECONDS PROCS [openssl]\n");
         return 2;
     }
+    openssl = argc == 4;
     apr_app_initialize(&argc, (const char *const **)&argv, NULL);
     apr_pool_create(&p, NULL);
     if (!(stored = bank_password_hash(p, "bench-password")) || pipe(fds) != 0) {
@@ -47,7 +59,7 @@ int main(int argc, char **argv)
     until = start + apr_time_from_sec(secs);
     for (i = 0; i < procs; i++) {
         if (fork() == 0) {
-            n = run(stored, until);
+            n = run(stored, until, openssl);
             if (write(fds[1], &n, sizeof(n)) != (ssize_t)sizeof(n)) {
                 _exit(1);
             }

@@ -42,6 +42,13 @@ creds_file('creds-ok', 0600, "app-id-123 prod_sk_secret\n");
 my $open_creds = creds_file('creds-open', 0644, "app-id-123 prod_sk_secret\n");
 my $one_word   = creds_file('creds-one', 0600, "prod_sk_secret\n");
 
+{
+    my ($rc_off, $out_off) = check_config("BankPasswordVerifyServerConcurrency off\n");
+    is($rc_off, 0, 'BankPasswordVerifyServerConcurrency off is accepted') or diag($out_off);
+    my ($rc_ci, $out_ci) = check_config("BankPasswordVerifyServerConcurrency OFF\n");
+    is($rc_ci, 0, 'BankPasswordVerifyServerConcurrency OFF (any case) is accepted') or diag($out_ci);
+}
+
 my ($rc, $out) = check_config(<<"OK");
 BankClientKey key-one-123 key-two-456
 BankTokenLifetime 60
@@ -56,6 +63,7 @@ BankWebhookSecret secret-abcdef
 BankWebhookSignature X-Partner-Signature sha256 hmac-key-123
 BankWebhookPartner paystack
 BankPasswordVerifyConcurrency 4
+BankPasswordVerifyServerConcurrency 3
 BankTokenCacheSeconds 0
 <Location /api/auth/sign_in>
     BankPasswordVerifyConcurrency 2 0
@@ -220,6 +228,14 @@ my @bad = (
     ['BankPasswordVerifyConcurrency 2 -1', 'BankPasswordVerifyConcurrency', 'negative waiting'],
     ['BankPasswordVerifyConcurrency 2 100001', 'BankPasswordVerifyConcurrency', 'too many waiting'],
     ['BankPasswordVerifyConcurrency 2 4 8', 'BankPasswordVerifyConcurrency', 'three arguments'],
+    ['BankPasswordVerifyServerConcurrency 0', 'BankPasswordVerifyServerConcurrency', 'zero (off is the word)'],
+    ['BankPasswordVerifyServerConcurrency 257', 'BankPasswordVerifyServerConcurrency', 'over 256'],
+    ['BankPasswordVerifyServerConcurrency 2x', 'BankPasswordVerifyServerConcurrency', 'not a number'],
+    ['BankPasswordVerifyServerConcurrency -1', 'BankPasswordVerifyServerConcurrency', 'negative'],
+    ["<Location /x>\nBankPasswordVerifyServerConcurrency 2\n</Location>",
+        'BankPasswordVerifyServerConcurrency', 'inside a Location (server-wide only)'],
+    ["<VirtualHost 127.0.0.1:1>\nBankPasswordVerifyServerConcurrency 2\n</VirtualHost>",
+        'BankPasswordVerifyServerConcurrency', 'inside a virtual host (server-wide only)'],
 );
 for my $b (@bad) {
     my ($line, $name, $why) = @$b;

@@ -192,9 +192,77 @@ static void test_runner(bank_db_t *db)
     CHECK(out.verdict == BANK_SIGN_IN_OK && calls == 3 && out.token);
 }
 
+/* A host that lends its connection (bank_sign_in_t's give_back and take) and a runner that
+ * sees whether it is lent while the password is verified. */
+typedef struct {
+    bank_db_t *db;
+    int held, gave, took, held_while_verifying, none_left;
+} lender_t;
+
+static void lender_give_back(void *baton)
+{
+    lender_t *l = baton;
+    l->held = 0;
+    l->gave++;
+}
+
+static bank_db_t *lender_take(void *baton)
+{
+    lender_t *l = baton;
+    if (l->none_left) {
+        return NULL;
+    }
+    l->held = 1;
+    l->took++;
+    return l->db;
+}
+
+static int watching(void *baton, void (*fn)(void *arg), void *arg)
+{
+    lender_t *l = baton;
+    l->held_while_verifying += l->held;
+    fn(arg);
+    return 0;
+}
+
+static void test_connection_lent(bank_db_t *db)
+{
+    bank_customer_t c;
+    bank_sign_in_result_t out;
+    bank_sign_in_t in;
+    lender_t l = {db, 1, 0, 0, 0, 0};
+
+    fixture_customer(db, "Ada", "Obi", "right", &c);
+    in = request(c.email, "right", "192.0.2.77");
+    in.run = watching;
+    in.run_baton = &l;
+    in.give_back = lender_give_back;
+    in.take = lender_take;
+    in.db_baton = &l;
+    /* right and wrong: no connection held while verifying, one taken again for the writes */
+    CHECK(bank_sign_in(db, &in, &out) == BANK_DB_OK);
+    CHECK(out.verdict == BANK_SIGN_IN_OK && out.token && out.db == db);
+    CHECK(l.gave == 1 && l.took == 1 && l.held_while_verifying == 0 && l.held == 1);
+    in.password = "wrong";
+    CHECK(bank_sign_in(db, &in, &out) == BANK_DB_OK);
+    CHECK(out.verdict == BANK_SIGN_IN_REFUSED && out.failures == 1);
+    CHECK(l.gave == 2 && l.took == 2 && l.held_while_verifying == 0);
+    /* none to be had after the verification: a database failure, nothing issued or counted */
+    l.none_left = 1;
+    in.password = "right";
+    CHECK(bank_sign_in(db, &in, &out) == BANK_DB_ERROR);
+    CHECK(!out.token && !out.db && out.failed_at &&
+          strcmp(out.failed_at, "connection after the password check") == 0);
+    l.none_left = 0;
+    in.password = "wrong";
+    CHECK(bank_sign_in(db, &in, &out) == BANK_DB_OK);
+    CHECK(out.verdict == BANK_SIGN_IN_REFUSED && out.failures == 2);
+}
+
 static void all(bank_db_t *db)
 {
     test_runner(db);
+    test_connection_lent(db);
     test_success(db);
     test_throttle(db);
     test_unknown_and_malformed(db);

@@ -1,0 +1,181 @@
+/* Unit tests for scrypt (mod_bank/bank_scrypt.c): RFC 7914's vectors, OpenSSL's
+ * EVP_PBE_scrypt for random parameters, and the work area given back to the system. The same
+ * file is built twice (Makefile): with the SSE2 lanes where the compiler has them and with
+ * BANK_SCRYPT_PORTABLE, the plain C lanes. */
+#include "unit.h"
+
+#include <limits.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <apr_strings.h>
+#include <apr_thread_proc.h>
+#include <openssl/evp.h>
+
+#include "bank_scrypt.h"
+
+static int hex_is(const unsigned char *got, apr_size_t len, const char *want)
+{
+    char buf[3];
+    apr_size_t i;
+
+    if (strlen(want) != 2 * len) {
+        return 0;
+    }
+    for (i = 0; i < len; i++) {
+        apr_snprintf(buf, sizeof(buf), "%02x", got[i]);
+        if (memcmp(buf, want + 2 * i, 2) != 0) {
+            return 0;
+        }
+    }
+    return 1;
+}
+
+static void test_rfc7914(apr_pool_t *p)
+{
+    unsigned char out[64];
+
+    /* RFC 7914 section 12, the first three vectors (the fourth needs 1 GiB) */
+    CHECK(bank_scrypt(p, "", 0, (const unsigned char *)"", 0, 16, 1, 1, out, 64) == 0);
+    CHECK(hex_is(out, 64,
+                 "77d6576238657b203b19ca42c18a0497f16b4844e3074ae8dfdffa3fede21442"
+                 "fcd0069ded0948f8326a753a0fc81f17e8d3e0fb2e0d3628cf35e20c38d18906"));
+    CHECK(bank_scrypt(p, "password", 8, (const unsigned char *)"NaCl", 4, 1024, 8, 16, out, 64) ==
+          0);
+    CHECK(hex_is(out, 64,
+                 "fdbabe1c9d3472007856e7190d01e9fe7c6ad7cbc8237830e77376634b373162"
+                 "2eaf30d92e22a3886ff109279d9830dac727afb94a83ee6d8360cbdfa2cc0640"));
+    CHECK(bank_scrypt(p, "pleaseletmein", 13, (const unsigned char *)"SodiumChloride", 14, 16384, 8,
+                      1, out, 64) == 0);
+    CHECK(hex_is(out, 64,
+                 "7023bdcb3afd7348461c06cd81fd38ebfda8fbba904f8e3ea9b543f6545da1f2"
+                 "d5432955613f0fcf62d49705242a9af9e61e85dc0d651e40dfcf017b45575887"));
+}
+
+/* xorshift64: the same random cases on every run */
+static uint64_t next(uint64_t *s)
+{
+    *s ^= *s << 13;
+    *s ^= *s >> 7;
+    *s ^= *s << 17;
+    return *s;
+}
+
+static void test_against_openssl(apr_pool_t *p)
+{
+    uint64_t seed = 0x6d6f645f62616e6bULL;
+    unsigned char pass[48], salt[48], want[96], got[96];
+    int i, same = 0, cases = 300;
+
+    for (i = 0; i < cases; i++) {
+        /* r up to 32 as a stored hash may have it, with n small enough to stay quick */
+        unsigned long n = 1UL << (1 + next(&seed) % 10), r = 1 + next(&seed) % 32,
+                      par = 1 + next(&seed) % 3;
+
+        if (r > 8 && n > 64) {
+            n = 64;
+        }
+        apr_size_t pl = next(&seed) % sizeof(pass), sl = next(&seed) % sizeof(salt),
+                   ol = 1 + next(&seed) % sizeof(want), k;
+
+        for (k = 0; k < sizeof(pass); k++) {
+            pass[k] = (unsigned char)next(&seed);
+            salt[k] = (unsigned char)next(&seed);
+        }
+        if (EVP_PBE_scrypt((const char *)pass, pl, salt, sl, n, r, par, 0, want, ol) != 1) {
+            fprintf(stderr, "OpenSSL refused n=%lu r=%lu p=%lu\n", n, r, par);
+            continue;
+        }
+        if (bank_scrypt(p, (const char *)pass, pl, salt, sl, n, r, par, got, ol) == 0 &&
+            memcmp(got, want, ol) == 0) {
+            same++;
+        } else {
+            fprintf(stderr, "differs from OpenSSL: n=%lu r=%lu p=%lu pass %zu salt %zu out %zu\n",
+                    n, r, par, (size_t)pl, (size_t)sl, (size_t)ol);
+        }
+    }
+    CHECK(same == cases);
+}
+
+static void test_refused(apr_pool_t *p)
+{
+    unsigned char out[64];
+
+    CHECK(bank_scrypt(p, "x", 1, (const unsigned char *)"s", 1, 0, 8, 1, out, 64) == -1);
+    CHECK(bank_scrypt(p, "x", 1, (const unsigned char *)"s", 1, 1, 8, 1, out, 64) == -1);
+    CHECK(bank_scrypt(p, "x", 1, (const unsigned char *)"s", 1, 1000, 8, 1, out, 64) == -1);
+    CHECK(bank_scrypt(p, "x", 1, (const unsigned char *)"s", 1, 1024, 0, 1, out, 64) == -1);
+    CHECK(bank_scrypt(p, "x", 1, (const unsigned char *)"s", 1, 1024, 8, 0, out, 64) == -1);
+    /* a work area beyond what memory can address is refused, not wrapped around */
+    CHECK(bank_scrypt(p, "x", 1, (const unsigned char *)"s", 1,
+                      (unsigned long)1 << (sizeof(long) * CHAR_BIT - 2), 8, 1, out, 64) == -1);
+    CHECK(bank_scrypt(p, "x", 1, (const unsigned char *)"s", 1, 1024, 1UL << 56, 1, out, 64) == -1);
+#if ULONG_MAX > 0xFFFFFFFFUL
+    /* 2^32 and above: beyond what Integerify reads (as OpenSSL) */
+    CHECK(bank_scrypt(p, "x", 1, (const unsigned char *)"s", 1, 0xFFFFFFFFUL + 1, 1, 1, out, 64) ==
+          -1);
+#endif
+    CHECK(bank_scrypt_mem(16384, 8) == (apr_size_t)128 * 8 * 16386);
+}
+
+/* Resident kilobytes of this process (VmRSS). */
+static long rss_kib(void)
+{
+    FILE *f = fopen("/proc/self/status", "r");
+    char line[256];
+    long kib = -1;
+
+    if (!f) {
+        return -1;
+    }
+    while (fgets(line, sizeof(line), f)) {
+        if (strncmp(line, "VmRSS:", 6) == 0) {
+            kib = atol(line + 6);
+        }
+    }
+    fclose(f);
+    return kib;
+}
+
+static void *APR_THREAD_FUNC verify_four(apr_thread_t *t, void *data)
+{
+    apr_pool_t *p;
+    unsigned char out[64];
+    int i, *ok = data;
+
+    apr_pool_create(&p, NULL);
+    for (i = 0; i < 4; i++) {
+        *ok += bank_scrypt(p, "bench-password", 14, (const unsigned char *)"0123456789abcdef", 16,
+                           16384, 8, 1, out, sizeof(out)) == 0;
+    }
+    apr_pool_destroy(p);
+    apr_thread_exit(t, APR_SUCCESS);
+    return NULL;
+}
+
+/* A thread that verified (as httpd's verification threads do) leaves nothing of the 16 MiB
+ * work area resident: OpenSSL's malloc'd one stayed in the thread's glibc arena. */
+static void test_memory_given_back(apr_pool_t *p)
+{
+    apr_thread_t *t;
+    apr_status_t rv;
+    long before = rss_kib(), after;
+    int ok = 0;
+
+    CHECK(before > 0);
+    CHECK(apr_thread_create(&t, NULL, verify_four, &ok, p) == APR_SUCCESS);
+    apr_thread_join(&rv, t);
+    CHECK(ok == 4);
+    after = rss_kib();
+    if (after - before >= 4096) {
+        fprintf(stderr, "resident after four verifications: +%ld KiB\n", after - before);
+    }
+    CHECK(after - before < 4096);
+}
+
+static void run_tests(apr_pool_t *p)
+{
+    test_rfc7914(p);
+    test_against_openssl(p);
+    test_refused(p);
+    test_memory_given_back(p);
+}
