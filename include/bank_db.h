@@ -78,6 +78,9 @@ int bank_db_in_txn(const bank_db_t *db);
 /* SQLite opens a file it cannot write read-only, without an error, and keeps it so: 1 once a
  * write was refused as read-only on this handle. */
 int bank_db_read_only(const bank_db_t *db);
+/* Prepared statements run on this handle so far (a retry after a re-opened connection
+ * counts again): what a request costs in round trips, for tests and the trace log. */
+int bank_db_statements(const bank_db_t *db);
 /* Whether a write succeeds on an SQLite handle (one that is rolled back: BEGIN IMMEDIATE
  * alone succeeds on a read-only connection; writing the header's user_version does not),
  * under the process's writer lock. */
