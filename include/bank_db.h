@@ -126,5 +126,11 @@ const char *bank_db_prepare(bank_db_t *db, const char *label, const char *sql, i
 #define BANK_PG_SESSION_SQL "SET DateStyle = 'ISO'; SET client_encoding = 'UTF8'"
 /* SQLite enforces foreign keys only when each connection asks for it. */
 #define BANK_SQLITE_SESSION_SQL "PRAGMA foreign_keys = ON"
+/* Each SQLite connection's page cache, in KiB (SQLite's default is 2,000 KiB). mod_dbd keeps
+ * up to DBDMax connections per process and each cache grows to its size as the database
+ * grows; SQLite runs one statement at a time per process (apr_dbd's driver lock) and, in WAL
+ * mode, a connection drops its cache whenever another one wrote: a bigger cache buys little
+ * and costs DBDMax times its size in every process (docs/deployment.md). */
+#define BANK_SQLITE_CACHE_KIB 64
 
 #endif
