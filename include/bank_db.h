@@ -78,6 +78,9 @@ int bank_db_in_txn(const bank_db_t *db);
 /* SQLite opens a file it cannot write read-only, without an error, and keeps it so: 1 once a
  * write was refused as read-only on this handle. */
 int bank_db_read_only(const bank_db_t *db);
+/* Prepared statements run on this handle so far (a retry after a re-opened connection
+ * counts again): what a request costs in round trips, for tests and the trace log. */
+int bank_db_statements(const bank_db_t *db);
 /* Whether a write succeeds on an SQLite handle (one that is rolled back: BEGIN IMMEDIATE
  * alone succeeds on a read-only connection; writing the header's user_version does not),
  * under the process's writer lock. */
@@ -123,5 +126,11 @@ const char *bank_db_prepare(bank_db_t *db, const char *label, const char *sql, i
 #define BANK_PG_SESSION_SQL "SET DateStyle = 'ISO'; SET client_encoding = 'UTF8'"
 /* SQLite enforces foreign keys only when each connection asks for it. */
 #define BANK_SQLITE_SESSION_SQL "PRAGMA foreign_keys = ON"
+/* Each SQLite connection's page cache, in KiB (SQLite's default is 2,000 KiB). mod_dbd keeps
+ * up to DBDMax connections per process and each cache grows to its size as the database
+ * grows; SQLite runs one statement at a time per process (apr_dbd's driver lock) and, in WAL
+ * mode, a connection drops its cache whenever another one wrote: a bigger cache buys little
+ * and costs DBDMax times its size in every process (docs/deployment.md). */
+#define BANK_SQLITE_CACHE_KIB 64
 
 #endif

@@ -70,10 +70,14 @@ typedef struct {
     int retries;                /* attempts that failed before the one that settled it */
     const char *failed_at;      /* on a failure: what was being done, for the log */
     bank_bvn_record_t kept;     /* a provider's match, written with the account */
+    /* read with the state, in its statement: the customer's counter row and the BVN's
+     * record (bvn NULL: none) */
+    bank_throttle_t seen_count;
+    bank_bvn_record_t seen_record;
 } bank_onboard_t;
 
-/* Reads where the customer stands (verdict, customer, account) inside or outside a
- * transaction. */
+/* Reads where the customer stands (verdict, customer, account), with the customer's counter
+ * and the BVN's record, in one statement, inside or outside a transaction. */
 bank_db_rc bank_onboard_state(bank_db_t *db, bank_onboard_t *st);
 
 /* The whole rule: the state; for a customer who is not gone or verified with another BVN,

@@ -81,8 +81,6 @@ typedef struct {
 bank_db_rc bank_store_customer_by_email(bank_db_t *db, const char *email, bank_customer_t *out);
 /* id, email, password, names, phone, email_verified, created_at and updated_at of c. */
 bank_db_rc bank_store_customer_insert(bank_db_t *db, const bank_customer_t *c);
-/* The customer who holds a BVN. */
-bank_db_rc bank_store_customer_by_bvn(bank_db_t *db, const char *bvn, const char **owner_id);
 /* Stores BVN and referral code on a customer not yet verified; *changed 0 when a concurrent
  * verification came first. */
 bank_db_rc bank_store_customer_set_bvn(bank_db_t *db, const char *id, const char *bvn,
@@ -96,7 +94,6 @@ typedef struct {
     const char *phone;
 } bank_bvn_record_t;
 
-bank_db_rc bank_store_bvn_record_find(bank_db_t *db, const char *bvn, bank_bvn_record_t *out);
 bank_db_rc bank_store_bvn_record_upsert(bank_db_t *db, const bank_bvn_record_t *rec,
                                         const char *now);
 /* An identity provider's match (docs/identity.md): names and date, no phone, the provider
@@ -120,10 +117,20 @@ typedef struct {
     const char *updated_at;
 } bank_account_t;
 
-/* A customer (*c) and, read in the same statement, their account (*a, its id NULL when they
- * have none). */
-bank_db_rc bank_store_customer_with_account(bank_db_t *db, const char *id, bank_customer_t *c,
-                                            bank_account_t *a);
+/* What BVN onboarding reads before deciding (bank_onboard.c), in one statement. */
+typedef struct {
+    bank_customer_t customer;
+    bank_account_t account;   /* id NULL: no account */
+    const char *owner;        /* who holds the BVN asked about; read only while the customer
+                                 has no BVN; NULL: nobody */
+    bank_throttle_t count;    /* the counter (scope, customer) of the unexpired window; 0: none */
+    bank_bvn_record_t record; /* bvn NULL: no record of the BVN */
+} bank_onboard_row_t;
+
+/* The customer, their account, the BVN's holder, the customer's counter in `scope` (its
+ * window started after cutoff) and the BVN's record; BANK_DB_NOT_FOUND: no such customer. */
+bank_db_rc bank_store_onboard_read(bank_db_t *db, const char *customer_id, const char *bvn,
+                                   const char *scope, const char *cutoff, bank_onboard_row_t *out);
 /* The next account serial (1, 2, ...), shared by every process. */
 bank_db_rc bank_store_account_serial_next(bank_db_t *db, const char *now, apr_int64_t *serial);
 /* A verified personal NGN account with balance 0: id, customer_id, bank_name,

@@ -35,6 +35,10 @@ typedef struct {
 
 /* The failures of the current window; over when they reach the limit. Counts nothing. */
 bank_db_rc bank_counter_check(bank_db_t *db, const bank_counter_t *c, bank_count_t *out);
+/* The same judgement on a row read elsewhere (in a statement that reads more with it). */
+void bank_counter_judge(const bank_counter_t *c, const bank_throttle_t *t, bank_count_t *out);
+/* A window that started at or before this has expired (for such a statement). */
+const char *bank_counter_cutoff(bank_db_t *db, const bank_counter_t *c);
 /* Counts one failure (and prunes long-expired rows of the table, or of the scope); over
  * beyond the limit. */
 bank_db_rc bank_counter_fail(bank_db_t *db, const bank_counter_t *c, bank_count_t *out);

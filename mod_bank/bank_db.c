@@ -152,6 +152,11 @@ int bank_db_read_only(const bank_db_t *db)
     return db->read_only;
 }
 
+int bank_db_statements(const bank_db_t *db)
+{
+    return db->statements;
+}
+
 void bank_db_replace(bank_db_t *db, apr_dbd_t *handle, apr_hash_t *prepared)
 {
     db->handle = handle;
@@ -351,11 +356,13 @@ static bank_db_rc run_select(bank_db_t *db, const char *label, int nargs, const 
         return BANK_DB_NO_STMT;
     }
     /* random=1: the pgsql driver reports SQL errors only in that mode. */
+    db->statements++;
     rv = apr_dbd_pselect(db->driver, db->pool, db->handle, res, st, 1, nargs, (const char **)args);
     /* looked up again: recover may have replaced the connection and its statements */
     if (rv != 0 && bank_db_retry(db, bank_db_classify(db, rv), is_select(label)) &&
         (st = lookup(db, label)) != NULL) {
         *res = NULL;
+        db->statements++;
         rv = apr_dbd_pselect(db->driver, db->pool, db->handle, res, st, 1, nargs,
                              (const char **)args);
     }
@@ -406,9 +413,11 @@ bank_db_rc bank_db_exec(bank_db_t *db, const char *label, int *affected, int nar
         return BANK_DB_NO_STMT;
     }
     mine = bank_db_hold(db);
+    db->statements++;
     rv = apr_dbd_pquery(db->driver, db->pool, db->handle, &n, st, nargs, (const char **)args);
     if (rv != 0 && bank_db_retry(db, bank_db_classify(db, rv), 0) &&
         (st = lookup(db, label)) != NULL) {
+        db->statements++;
         rv = apr_dbd_pquery(db->driver, db->pool, db->handle, &n, st, nargs, (const char **)args);
     }
     if (mine) {

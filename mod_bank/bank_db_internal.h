@@ -25,6 +25,7 @@ struct bank_db_s {
      * connection holds it. */
     apr_thread_mutex_t *writer_lock;
     int holding;
+    int statements; /* prepared statements run (bank_db_statements) */
 };
 
 /* A failed driver call's text kept and its kind: BANK_DB_BUSY or BANK_DB_ERROR. Inside a

@@ -10,11 +10,27 @@
 #include "bank_time.h"
 #include "bank_uuid.h"
 
-static bank_db_rc state_once(bank_db_t *db, bank_onboard_t *st)
+/* The customer's mismatch counter (BankBvnThrottle), as of now. */
+static bank_counter_t counter_of(const bank_onboard_t *st)
 {
-    bank_db_rc rc =
-        bank_store_customer_with_account(db, st->customer_id, &st->customer, &st->account);
+    bank_counter_t c = {BANK_COUNTS_SHARED, "bvn",      st->customer_id,
+                        st->attempts,       st->window, apr_time_now()};
+    return c;
+}
 
+bank_db_rc bank_onboard_state(bank_db_t *db, bank_onboard_t *st)
+{
+    bank_counter_t c = counter_of(st);
+    bank_onboard_row_t row;
+    /* One statement, one snapshot: the state, and the counter and record the rule needs
+     * next (a verified customer's repeat is this one round trip). */
+    bank_db_rc rc = bank_store_onboard_read(db, st->customer_id, st->bvn, c.scope,
+                                            bank_counter_cutoff(db, &c), &row);
+
+    st->customer = row.customer;
+    st->account = row.account; /* all zero (id NULL) when the customer has no account */
+    st->seen_count = row.count;
+    st->seen_record = row.record;
     st->owner = NULL;
     if (rc == BANK_DB_NOT_FOUND) {
         st->verdict = BANK_ONBOARD_NO_CUSTOMER;
@@ -23,34 +39,15 @@ static bank_db_rc state_once(bank_db_t *db, bank_onboard_t *st)
     if (rc != BANK_DB_OK) {
         return rc;
     }
-    if (st->customer.bvn && strcmp(st->customer.bvn, st->bvn) != 0) {
-        st->verdict = BANK_ONBOARD_OTHER;
-        return BANK_DB_OK;
-    }
     if (st->customer.bvn) {
-        st->verdict = st->account.id ? BANK_ONBOARD_DONE : BANK_ONBOARD_NO_ACCOUNT;
+        st->verdict = strcmp(st->customer.bvn, st->bvn) != 0 ? BANK_ONBOARD_OTHER
+                      : st->account.id                       ? BANK_ONBOARD_DONE
+                                                             : BANK_ONBOARD_NO_ACCOUNT;
         return BANK_DB_OK;
     }
-    rc = bank_store_customer_by_bvn(db, st->bvn, &st->owner);
-    st->verdict = rc == BANK_DB_OK ? BANK_ONBOARD_TAKEN : BANK_ONBOARD_OPEN;
-    return rc == BANK_DB_NOT_FOUND ? BANK_DB_OK : rc;
-}
-
-bank_db_rc bank_onboard_state(bank_db_t *db, bank_onboard_t *st)
-{
-    bank_db_rc rc = BANK_DB_OK;
-    int pass;
-
-    /* Two statements, no snapshot across them (PostgreSQL reads each at its own instant):
-     * if the BVN's owner turns out to be this customer, a concurrent request of theirs
-     * committed in between; read the state again rather than call the BVN taken. */
-    for (pass = 0; pass < 2; pass++) {
-        if ((rc = state_once(db, st)) != BANK_DB_OK || st->verdict != BANK_ONBOARD_TAKEN ||
-            strcmp(st->owner, st->customer_id) != 0) {
-            return rc;
-        }
-    }
-    return rc;
+    st->owner = row.owner;
+    st->verdict = row.owner ? BANK_ONBOARD_TAKEN : BANK_ONBOARD_OPEN;
+    return BANK_DB_OK;
 }
 
 /* The identity record must know the BVN, with this date of birth and the customer's names. */
@@ -58,8 +55,8 @@ static bank_db_rc check_record(bank_db_t *db, bank_onboard_t *st, const char *do
                                const char **account_name)
 {
     apr_pool_t *p = bank_db_pool(db);
-    bank_bvn_record_t rec;
-    bank_db_rc rc = bank_store_bvn_record_find(db, st->bvn, &rec);
+    const bank_bvn_record_t rec = st->seen_record; /* read with the state */
+    bank_db_rc rc = rec.bvn ? BANK_DB_OK : BANK_DB_NOT_FOUND;
 
     /* A provider is asked for a new verification; a repeat, or a BVN another customer was
      * verified with, is judged by what was kept then (docs/identity.md): no second call. */
@@ -226,8 +223,7 @@ bank_db_rc bank_onboard(bank_db_t *db, bank_onboard_t *st, const char *dob,
                         const bank_onboard_bank_t *bank)
 {
     const char *account_name = NULL;
-    bank_counter_t counter = {BANK_COUNTS_SHARED, "bvn",      st->customer_id,
-                              st->attempts,       st->window, apr_time_now()};
+    bank_counter_t counter = counter_of(st);
     bank_db_rc rc;
 
     st->record = BANK_RECORD_OK;
@@ -243,11 +239,12 @@ bank_db_rc bank_onboard(bank_db_t *db, bank_onboard_t *st, const char *dob,
     if (st->verdict == BANK_ONBOARD_NO_CUSTOMER || st->verdict == BANK_ONBOARD_OTHER) {
         return BANK_DB_OK;
     }
-    /* Past BankBvnThrottle every attempt is refused, right or wrong. */
-    st->failed_at = "throttle lookup";
-    if ((rc = bank_counter_check(db, &counter, &st->count)) != BANK_DB_OK || st->count.over) {
-        st->throttled = rc == BANK_DB_OK;
-        return rc;
+    /* Past BankBvnThrottle every attempt is refused, right or wrong (the count was read
+     * with the state). */
+    bank_counter_judge(&counter, &st->seen_count, &st->count);
+    if (st->count.over) {
+        st->throttled = 1;
+        return BANK_DB_OK;
     }
     st->failed_at = "BVN record lookup";
     if ((rc = check_record(db, st, dob, &account_name)) != BANK_DB_OK) {

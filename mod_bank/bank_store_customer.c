@@ -13,31 +13,33 @@ const bank_stmt_t bank_store_customer_sql[] = {
     {"bank_customer_by_email",
      "SELECT id, email, password, first_name, last_name, phone, email_verified, bvn,"
      " referral_code, created_at, updated_at FROM customers WHERE email_key = %s"},
-    /* with_account_cols: the customer and, in the same round trip, their account (the BVN
-     * read path answers with both). */
-    {"bank_customer_with_account",
+    /* onboard_cols: all that BVN onboarding (bank_onboard.c) reads before it decides, in one
+     * round trip and one snapshot: the customer, their account, who holds the BVN asked
+     * about (only looked up while the customer has none), the customer's counter of the
+     * unexpired window (as bank_throttle_get) and the BVN's record. A verified customer's
+     * repeat is this one statement. Args: bvn, scope, subject, cutoff, bvn, customer id. */
+    {"bank_onboard_read",
      "SELECT c.id, c.email, c.password, c.first_name, c.last_name, c.phone,"
      " c.email_verified, c.bvn, c.referral_code, c.created_at, c.updated_at,"
      " a.id, a.customer_id, a.account_type, a.balance_minor, a.currency, a.status,"
      " a.bank_name, a.verified, a.bank_account_id, a.account_name, a.account_number,"
-     " a.created_at, a.updated_at"
-     " FROM customers c LEFT JOIN accounts a ON a.customer_id = c.id WHERE c.id = {uuid}"},
+     " a.created_at, a.updated_at,"
+     " CASE WHEN c.bvn IS NULL THEN (SELECT o.id FROM customers o WHERE o.bvn = %s) END,"
+     " t.failures, t.window_start,"
+     " r.bvn, r.first_name, r.last_name, {ymd:r.date_of_birth}, r.phone"
+     " FROM customers c LEFT JOIN accounts a ON a.customer_id = c.id"
+     " LEFT JOIN throttle_counts t ON t.scope = %s AND t.subject = %s AND t.window_start > %pDz"
+     " LEFT JOIN bvn_records r ON r.bvn = %s"
+     " WHERE c.id = {uuid}"},
     {"bank_customer_insert",
      "INSERT INTO customers (id, email, password, first_name, last_name, phone,"
      " email_verified, created_at, updated_at)"
      " VALUES ({uuid}, %s, %s, %s, %s, %s, {bool}, %pDz, %pDz)"},
-    /* id_cols. */
-    {"bank_customer_by_bvn",
-     "SELECT id FROM customers WHERE bvn = %s"},
     /* Only a customer not yet verified: a concurrent verification makes this change 0 rows. */
     {"bank_customer_set_bvn",
      "UPDATE customers SET bvn = %s, referral_code = %s, updated_at = %pDz"
      " WHERE id = {uuid} AND bvn IS NULL"},
 
-    /* record_cols. */
-    {"bank_bvn_record_find",
-     "SELECT bvn, first_name, last_name, {ymd:date_of_birth}, phone FROM bvn_records"
-     " WHERE bvn = %s"},
     {"bank_bvn_record_upsert",
      "INSERT INTO bvn_records (bvn, first_name, last_name, date_of_birth, phone, created_at)"
      " VALUES (%s, %s, %s, %pDd, %s, %pDz) ON CONFLICT (bvn) DO UPDATE SET"
@@ -64,7 +66,7 @@ const bank_stmt_t bank_store_customer_sql[] = {
 /* clang-format on */
 
 /* A customer's columns, in the order of the SELECTs above (X-macro: one list for both row
- * shapes). */
+ * shapes, the customer alone and bank_onboard_read). */
 #define CUSTOMER_COLS(X)                                                                           \
     X(TEXT, id)                                                                                    \
     X(TEXT, email)                                                                                 \
@@ -82,39 +84,38 @@ const bank_stmt_t bank_store_customer_sql[] = {
 static const bank_col_t customer_cols[] = {CUSTOMER_COLS(C) BANK_COL_LAST};
 #undef C
 
-typedef struct {
-    const char *id;
-} id_row_t;
-static const bank_col_t id_cols[] = {BANK_COL(TEXT, id_row_t, id), BANK_COL_LAST};
+/* An account's columns, in the order of bank_onboard_read. */
+#define ACCOUNT_COLS(X)                                                                            \
+    X(TEXT, id)                                                                                    \
+    X(TEXT, customer_id)                                                                           \
+    X(TEXT, account_type)                                                                          \
+    X(INT64, balance_minor)                                                                        \
+    X(TEXT, currency)                                                                              \
+    X(TEXT, status)                                                                                \
+    X(TEXT, bank_name)                                                                             \
+    X(BOOL, verified)                                                                              \
+    X(TEXT, bank_account_id)                                                                       \
+    X(TEXT, account_name)                                                                          \
+    X(TEXT, account_number)                                                                        \
+    X(TEXT, created_at)                                                                            \
+    X(TEXT, updated_at)
 
-#define R(field) BANK_COL(TEXT, bank_bvn_record_t, field)
-static const bank_col_t record_cols[] = {R(bvn),           R(first_name), R(last_name),
-                                         R(date_of_birth), R(phone),      BANK_COL_LAST};
-#undef R
-
-typedef struct {
-    bank_customer_t c;
-    bank_account_t a;
-} with_account_t;
-
-#define C(kind, field) BANK_COL(kind, with_account_t, c.field),
-#define A(kind, field) BANK_COL(kind, with_account_t, a.field)
-static const bank_col_t with_account_cols[] = {CUSTOMER_COLS(C) A(TEXT, id),
-                                               A(TEXT, customer_id),
-                                               A(TEXT, account_type),
-                                               A(INT64, balance_minor),
-                                               A(TEXT, currency),
-                                               A(TEXT, status),
-                                               A(TEXT, bank_name),
-                                               A(BOOL, verified),
-                                               A(TEXT, bank_account_id),
-                                               A(TEXT, account_name),
-                                               A(TEXT, account_number),
-                                               A(TEXT, created_at),
-                                               A(TEXT, updated_at),
-                                               BANK_COL_LAST};
+#define C(kind, field) BANK_COL(kind, bank_onboard_row_t, customer.field),
+#define A(kind, field) BANK_COL(kind, bank_onboard_row_t, account.field),
+#define R(field) BANK_COL(TEXT, bank_onboard_row_t, record.field)
+static const bank_col_t onboard_cols[] = {CUSTOMER_COLS(C) ACCOUNT_COLS(A)
+                                              BANK_COL(TEXT, bank_onboard_row_t, owner),
+                                          BANK_COL(INT64, bank_onboard_row_t, count.failures),
+                                          BANK_COL(TEXT, bank_onboard_row_t, count.window_start),
+                                          R(bvn),
+                                          R(first_name),
+                                          R(last_name),
+                                          R(date_of_birth),
+                                          R(phone),
+                                          BANK_COL_LAST};
 #undef C
 #undef A
+#undef R
 
 typedef struct {
     apr_int64_t serial;
@@ -128,17 +129,12 @@ bank_db_rc bank_store_customer_by_email(bank_db_t *db, const char *email, bank_c
                        sizeof(*out));
 }
 
-bank_db_rc bank_store_customer_with_account(bank_db_t *db, const char *id, bank_customer_t *c,
-                                            bank_account_t *a)
+bank_db_rc bank_store_onboard_read(bank_db_t *db, const char *customer_id, const char *bvn,
+                                   const char *scope, const char *cutoff, bank_onboard_row_t *out)
 {
-    const char *args[] = {id};
-    with_account_t row;
-    bank_db_rc rc = bank_db_row(db, "bank_customer_with_account", BANK_NARGS(args), args,
-                                with_account_cols, &row, sizeof(row));
-
-    *c = row.c;
-    *a = row.a; /* all zero (id NULL) when the customer has no account */
-    return rc;
+    const char *args[] = {bvn, scope, customer_id, cutoff, bvn, customer_id};
+    return bank_db_row(db, "bank_onboard_read", BANK_NARGS(args), args, onboard_cols, out,
+                       sizeof(*out));
 }
 
 bank_db_rc bank_store_customer_insert(bank_db_t *db, const bank_customer_t *c)
@@ -155,29 +151,11 @@ bank_db_rc bank_store_customer_insert(bank_db_t *db, const bank_customer_t *c)
     return bank_db_exec(db, "bank_customer_insert", NULL, BANK_NARGS(args), args);
 }
 
-bank_db_rc bank_store_customer_by_bvn(bank_db_t *db, const char *bvn, const char **owner_id)
-{
-    const char *args[] = {bvn};
-    id_row_t row;
-    bank_db_rc rc =
-        bank_db_row(db, "bank_customer_by_bvn", BANK_NARGS(args), args, id_cols, &row, sizeof(row));
-
-    *owner_id = row.id ? row.id : "";
-    return rc;
-}
-
 bank_db_rc bank_store_customer_set_bvn(bank_db_t *db, const char *id, const char *bvn,
                                        const char *referral, const char *now, int *changed)
 {
     const char *args[] = {bvn, referral, now, id};
     return bank_db_exec(db, "bank_customer_set_bvn", changed, BANK_NARGS(args), args);
-}
-
-bank_db_rc bank_store_bvn_record_find(bank_db_t *db, const char *bvn, bank_bvn_record_t *out)
-{
-    const char *args[] = {bvn};
-    return bank_db_row(db, "bank_bvn_record_find", BANK_NARGS(args), args, record_cols, out,
-                       sizeof(*out));
 }
 
 bank_db_rc bank_store_bvn_record_upsert(bank_db_t *db, const bank_bvn_record_t *rec,

@@ -22,7 +22,7 @@ const char *bank_throttle_prune_before(apr_pool_t *p, apr_time_t now, apr_int64_
     return bank_time_iso(p, now - (keep > BANK_THROTTLE_KEEP ? keep : BANK_THROTTLE_KEEP));
 }
 
-static const char *cutoff(bank_db_t *db, const bank_counter_t *c)
+const char *bank_counter_cutoff(bank_db_t *db, const bank_counter_t *c)
 {
     return bank_time_iso(bank_db_pool(db), c->now - apr_time_from_sec(c->window));
 }
@@ -40,10 +40,17 @@ static bank_db_rc judge(const bank_counter_t *c, const bank_throttle_t *t, apr_i
     return BANK_DB_OK;
 }
 
+void bank_counter_judge(const bank_counter_t *c, const bank_throttle_t *t, bank_count_t *out)
+{
+    memset(out, 0, sizeof(*out));
+    judge(c, t, c->attempts, out);
+}
+
 bank_db_rc bank_counter_check(bank_db_t *db, const bank_counter_t *c, bank_count_t *out)
 {
     bank_throttle_t t;
-    bank_db_rc rc = bank_store_count_get(db, c->table, c->scope, c->subject, cutoff(db, c), &t);
+    bank_db_rc rc =
+        bank_store_count_get(db, c->table, c->scope, c->subject, bank_counter_cutoff(db, c), &t);
 
     memset(out, 0, sizeof(*out));
     return rc != BANK_DB_OK ? rc : judge(c, &t, c->attempts, out);
@@ -54,7 +61,7 @@ bank_db_rc bank_counter_fail(bank_db_t *db, const bank_counter_t *c, bank_count_
     apr_pool_t *p = bank_db_pool(db);
     bank_throttle_t t;
     bank_db_rc rc = bank_store_count_fail(db, c->table, c->scope, c->subject,
-                                          bank_time_iso(p, c->now), cutoff(db, c), &t);
+                                          bank_time_iso(p, c->now), bank_counter_cutoff(db, c), &t);
 
     memset(out, 0, sizeof(*out));
     if (rc != BANK_DB_OK) {
@@ -78,7 +85,8 @@ bank_db_rc bank_counter_prune(bank_db_t *db, const bank_counter_t *c)
 bank_db_rc bank_counter_take(bank_db_t *db, const bank_counter_t *c, bank_count_t *out)
 {
     bank_throttle_t t;
-    bank_db_rc rc = bank_store_count_clear(db, c->table, c->scope, c->subject, cutoff(db, c), &t);
+    bank_db_rc rc =
+        bank_store_count_clear(db, c->table, c->scope, c->subject, bank_counter_cutoff(db, c), &t);
 
     memset(out, 0, sizeof(*out));
     return rc != BANK_DB_OK ? rc : judge(c, &t, c->attempts, out);

@@ -10,6 +10,7 @@
 #include <http_core.h>
 #include <openssl/crypto.h>
 #include "mod_bank.h"
+#include "bank_digest.h"
 #include "mod_bank_config.h"
 #include "mod_bank_http.h"
 #include "mod_bank_db.h"
@@ -140,6 +141,7 @@ static int bank_post_config(apr_pool_t *pconf, apr_pool_t *plog, apr_pool_t *pte
         return OK;
     }
     warn_unkeyed_servers(s);
+    bank_digest_init();
     bank_idp_post_config(pconf, s);
     bank_metrics_post_config(pconf, s);
     bank_verify_post_config(pconf, s);

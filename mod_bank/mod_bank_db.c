@@ -211,7 +211,7 @@ static void session_setup(apr_pool_t *pool, server_rec *s, const apr_dbd_driver_
                           apr_dbd_t *handle, dbd_cfg_t *cfg, apr_hash_t **prepared)
 {
     bank_db_t *db = bank_db_wrap(pool, driver, handle, NULL);
-    const char *on = NULL, *label;
+    const char *on = NULL, *cache = NULL, *label;
 
     if (bank_dbd_is_pgsql(driver)) {
         if (bank_db_query(db, BANK_PG_SESSION_SQL) != 0) {
@@ -224,13 +224,19 @@ static void session_setup(apr_pool_t *pool, server_rec *s, const apr_dbd_driver_
     if (bank_db_query(db, BANK_SQLITE_SESSION_SQL) == 0) {
         bank_db_query_value(db, "PRAGMA foreign_keys", &on);
     }
+    /* A bounded page cache (BANK_SQLITE_CACHE_KIB); SQLite reads a negative size as KiB. */
+    if (bank_db_query(db, apr_psprintf(pool, "PRAGMA cache_size = -%d", BANK_SQLITE_CACHE_KIB)) ==
+        0) {
+        bank_db_query_value(db, "PRAGMA cache_size", &cache);
+    }
     if (!on || strcmp(on, "1") != 0) {
         ap_log_error(APLOG_MARK, APLOG_ERR, 0, s,
                      BANKLOGNO(0812) "SQLite connection: cannot turn foreign keys on: %s",
                      last_error(pool, driver, handle));
     } else {
         ap_log_error(APLOG_MARK, APLOG_DEBUG, 0, s,
-                     BANKLOGNO(0813) "SQLite connection: foreign_keys=%s", on);
+                     BANKLOGNO(0813) "SQLite connection: foreign_keys=%s cache_size=%s", on,
+                     cache ? cache : "(unknown)");
     }
     if (prepared && (label = prepare_all(pool, cfg, driver, handle, prepared)) != NULL) {
         ap_log_error(APLOG_MARK, APLOG_ERR, 0, s,

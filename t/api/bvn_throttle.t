@@ -94,6 +94,21 @@ is(bvn_post($s)->code, 200, 'the fifth attempt, right, verifies');
 is(count_of($s), '', 'the count is cleared');
 is(bvn_post($s)->code, 200, 'the 200 of "already verified" stays');
 
+# --- a verified customer's read path: the count read with the customer --------------------
+# (one statement reads the customer, the count and the record: bank_onboard_read)
+my $v = verifiable();
+is(bvn_post($v)->code, 200, 'verified');
+my $repeat = bvn_post($v);
+is($repeat->code, 200, 'the right BVN again: 200');
+like($repeat->content, qr/BVN already verified/, 'answered as already verified');
+is_mismatch(bvn_post($v, dob => '1970-01-01'), "verified: failure $_", 5 - $_) for 1 .. 2;
+is(count_of($v), 2, 'a verified customer\'s wrong date of birth counts');
+is(bvn_post($v)->code, 200, 'the right one still answers 200');
+is(count_of($v), '', 'and clears the count');
+is_mismatch(bvn_post($v, dob => '1970-01-01'), "verified again: failure $_", 5 - $_) for 1 .. 5;
+is_bvn_429(bvn_post($v), 'verified, past the limit: the right BVN is refused too', 5, 86400);
+is(count_of($v), 5, 'the refused right answer cleared nothing');
+
 # --- format errors do not count --------------------------------------------------------------
 my $g = verifiable();
 assert_error(bvn_post($g, bvn => '1234567890'), 422, 'E_VALIDATION_ERROR', 'ten digits');

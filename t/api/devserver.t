@@ -6,7 +6,7 @@ use warnings FATAL => 'all';
 use Apache::Test qw(-withtestmore);
 use File::Temp qw(tempdir);
 use Cwd qw(getcwd);
-use Bank::Test qw(:DEFAULT free_port);
+use Bank::Test qw(:DEFAULT free_port slurp);
 
 my $top  = getcwd();    # run-tests runs the suite from the checkout
 my $dir  = tempdir(CLEANUP => 1, DIR => $ENV{BANK_TEST_ROOT} || '/tmp');
@@ -19,6 +19,8 @@ delete local $ENV{BANK_PG_PARAMS};
 my $out = `'$top/scripts/devserver' start 2>&1`;
 is($?, 0, 'dev server started') or diag($out);
 END { system("'$top/scripts/devserver' stop >/dev/null 2>&1") if $run && -e "$run/httpd.pid" }
+# On SQLite, DBDMax 8, not ThreadsPerChild (docs/deployment.md: memory per connection).
+like(slurp("$run/httpd.conf"), qr/^DBDMax 8$/m, 'SQLite: DBDMax 8');
 
 # The printed lines, by the sentence above each.
 sub printed {

@@ -2,7 +2,9 @@
 # DBDInitSQL says. SQLite turns them off in each new connection, and mod_dbd runs DBDInitSQL
 # only up to the first statement that returns a row ("PRAGMA busy_timeout = 2000" does): the
 # suite's own "PRAGMA foreign_keys = ON" comes after that one and never runs, so only the
-# module's session setup can turn them on. It reads the setting back and logs it.
+# module's session setup can turn them on. It reads the setting back and logs it, with the
+# page cache it bounds to 64 KiB per connection (SQLite's default is 2,000 KiB, times
+# DBDMax connections in every process; docs/deployment.md).
 use strict;
 use warnings FATAL => 'all';
 use Apache::Test qw(-withtestmore);
@@ -29,4 +31,7 @@ my @bad = $log =~ /(BANK0812: [^\n]*)/g;
 ok(scalar @on, 'each new SQLite connection logs its foreign_keys setting (' . @on . ' seen)');
 is_deeply([grep { $_ ne '1' } @on], [], 'foreign keys are on in every one of them');
 is_deeply(\@bad, [], 'no connection failed to turn them on');
+my @cache = $log =~ /BANK0813: SQLite connection: foreign_keys=\S+ cache_size=(\S+)/g;
+is(scalar @cache, scalar @on, 'each of them logs its page cache size');
+is_deeply([grep { $_ ne '-64' } @cache], [], 'every page cache is bounded to 64 KiB (-64)');
 done_testing();

@@ -168,6 +168,44 @@ static void test_throttle(bank_db_t *db)
     CHECK(st.throttled && st.record == BANK_RECORD_OK && !st.opened);
 }
 
+/* The read path: a verified customer's repeat is one statement (the state, the counter and
+ * the record read together), a throttled attempt too; a mismatch is still counted and a
+ * match after one still clears it. */
+static void test_read_path(bank_db_t *db)
+{
+    bank_customer_t c;
+    bank_onboard_t st;
+    const char *bvn, *account;
+    int before;
+
+    bvn = fixture_verifiable(db, "Chidi", "Nwosu", "1975-02-02", &c);
+    CHECK(run(db, &st, c.id, bvn, "1975-02-02") == BANK_ONBOARD_DONE && st.opened);
+    account = st.account.id;
+    before = bank_db_statements(db);
+    CHECK(run(db, &st, c.id, bvn, "1975-02-02") == BANK_ONBOARD_DONE);
+    CHECK(bank_db_statements(db) - before == 1);
+    CHECK(!st.opened && !st.throttled && st.record == BANK_RECORD_OK);
+    CHECK_STR(st.account.id, account);
+    CHECK_STR(st.customer.bvn, bvn);
+    /* a wrong date of birth from the verified customer counts */
+    CHECK(run(db, &st, c.id, bvn, "1975-02-03") == BANK_ONBOARD_DONE);
+    CHECK(st.record == BANK_RECORD_DOB && st.count.failures == 1 && st.count.remaining == 2);
+    /* the right one then answers as before and clears the count */
+    CHECK(run(db, &st, c.id, bvn, "1975-02-02") == BANK_ONBOARD_DONE);
+    CHECK(st.record == BANK_RECORD_OK && !st.throttled && st.count.failures == 1);
+    before = bank_db_statements(db);
+    CHECK(run(db, &st, c.id, bvn, "1975-02-02") == BANK_ONBOARD_DONE);
+    CHECK(bank_db_statements(db) - before == 1 && st.count.failures == 0);
+    /* past the limit the right answer is refused, read in that one statement */
+    run(db, &st, c.id, bvn, "1975-02-03");
+    run(db, &st, c.id, bvn, "1975-02-03");
+    run(db, &st, c.id, bvn, "1975-02-03");
+    before = bank_db_statements(db);
+    run(db, &st, c.id, bvn, "1975-02-02");
+    CHECK(st.throttled && st.count.failures == 3 && st.count.retry_after >= 1);
+    CHECK(bank_db_statements(db) - before == 1);
+}
+
 /* ---- an identity provider instead of the records table (docs/identity.md) ---- */
 
 typedef struct {
@@ -270,6 +308,7 @@ static void all(bank_db_t *db)
     test_odd_states(db);
     test_halfway(db);
     test_throttle(db);
+    test_read_path(db);
     test_provider(db);
 }
 
