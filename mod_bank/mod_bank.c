@@ -142,7 +142,17 @@ static int bank_post_config(apr_pool_t *pconf, apr_pool_t *plog, apr_pool_t *pte
     warn_unkeyed_servers(s);
     bank_idp_post_config(pconf, s);
     bank_metrics_post_config(pconf, s);
+    if (bank_webhook_post_config(pconf, s) != OK) {
+        return HTTP_INTERNAL_SERVER_ERROR;
+    }
     return bank_db_post_config(pconf, plog, ptemp, s);
+}
+
+static int bank_pre_config(apr_pool_t *pconf, apr_pool_t *plog, apr_pool_t *ptemp)
+{
+    (void)plog;
+    (void)ptemp;
+    return bank_webhook_pre_config(pconf);
 }
 
 static void bank_child_init(apr_pool_t *p, server_rec *s)
@@ -161,6 +171,7 @@ static void bank_register_hooks(apr_pool_t *p)
     ap_hook_optional_fn_retrieve(bank_optional_fn_retrieve, NULL, NULL, APR_HOOK_MIDDLE);
     bank_db_register_hooks();
     bank_metrics_register_hooks();
+    ap_hook_pre_config(bank_pre_config, NULL, NULL, APR_HOOK_MIDDLE);
     ap_hook_post_config(bank_post_config, NULL, before_dbd, APR_HOOK_MIDDLE);
     ap_hook_child_init(bank_child_init, NULL, NULL, APR_HOOK_MIDDLE);
     ap_hook_map_to_storage(bank_map_to_storage, NULL, NULL, APR_HOOK_FIRST);
