@@ -77,21 +77,30 @@ static int bank_handler(request_rec *r)
 }
 
 /* mod_bank's endpoints have no file behind them: skip httpd's directory and file walk (a
- * stat() per path segment) for requests SetHandler maps to one of ours, as mod_proxy does.
- * <Location> configuration still applies; <Directory> sections never matched these URLs. */
-static int bank_map_to_storage(request_rec *r)
+ * stat() and .htaccess lookups per path segment, seen with strace) for requests SetHandler
+ * maps to one of ours, as mod_proxy does. <Location> configuration still applies;
+ * <Directory> sections and .htaccess files do not (docs/configuration.md). The handler is
+ * read in translate_name, after the <Location> walk: httpd gives map_to_storage the
+ * server's defaults only, where a SetHandler inside <Location> is not seen. Last among
+ * translate_name hooks, so a URL that mod_alias or mod_rewrite maps keeps its walk. */
+#define NOTE_NO_FILE "bank-no-file"
+static int bank_translate_name(request_rec *r)
 {
     core_dir_config *d = ap_get_core_module_config(r->per_dir_config);
     const char *err = NULL, *h;
 
-    if (!d->expr_handler) {
-        return DECLINED;
-    }
-    h = ap_expr_str_exec(r, d->expr_handler, &err);
-    if (!err && h && !strncmp(h, "bank-", 5)) {
-        return OK;
+    if (d->expr_handler) {
+        h = ap_expr_str_exec(r, d->expr_handler, &err);
+        if (!err && h && !strncmp(h, "bank-", 5)) {
+            apr_table_setn(r->notes, NOTE_NO_FILE, "1");
+        }
     }
     return DECLINED;
+}
+
+static int bank_map_to_storage(request_rec *r)
+{
+    return apr_table_get(r->notes, NOTE_NO_FILE) ? OK : DECLINED;
 }
 
 static void bank_optional_fn_retrieve(void)
@@ -145,7 +154,17 @@ static int bank_post_config(apr_pool_t *pconf, apr_pool_t *plog, apr_pool_t *pte
     bank_idp_post_config(pconf, s);
     bank_metrics_post_config(pconf, s);
     bank_verify_post_config(pconf, s);
+    if (bank_webhook_post_config(pconf, s) != OK) {
+        return HTTP_INTERNAL_SERVER_ERROR;
+    }
     return bank_db_post_config(pconf, plog, ptemp, s);
+}
+
+static int bank_pre_config(apr_pool_t *pconf, apr_pool_t *plog, apr_pool_t *ptemp)
+{
+    (void)plog;
+    (void)ptemp;
+    return bank_webhook_pre_config(pconf);
 }
 
 static void bank_child_init(apr_pool_t *p, server_rec *s)
@@ -164,8 +183,10 @@ static void bank_register_hooks(apr_pool_t *p)
     ap_hook_optional_fn_retrieve(bank_optional_fn_retrieve, NULL, NULL, APR_HOOK_MIDDLE);
     bank_db_register_hooks();
     bank_metrics_register_hooks();
+    ap_hook_pre_config(bank_pre_config, NULL, NULL, APR_HOOK_MIDDLE);
     ap_hook_post_config(bank_post_config, NULL, before_dbd, APR_HOOK_MIDDLE);
     ap_hook_child_init(bank_child_init, NULL, NULL, APR_HOOK_MIDDLE);
+    ap_hook_translate_name(bank_translate_name, NULL, NULL, APR_HOOK_LAST);
     ap_hook_map_to_storage(bank_map_to_storage, NULL, NULL, APR_HOOK_FIRST);
     ap_hook_handler(bank_handler, NULL, NULL, APR_HOOK_MIDDLE);
 }

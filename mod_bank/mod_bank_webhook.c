@@ -8,7 +8,9 @@
 #include <apr_hash.h>
 #include <apr_thread_mutex.h>
 #include <apr_thread_cond.h>
+#include <apr_global_mutex.h>
 #include <http_protocol.h>
+#include <util_mutex.h>
 #include "mod_bank.h"
 #include "mod_bank_webhook.h"
 #include "mod_bank_config.h"
@@ -79,8 +81,18 @@ static int check_signature(request_rec *r, const bank_dir_conf *conf, const char
  * connection, else it waits for the one running to finish and then looks again. Each request
  * answers only once the transaction holding its notice has committed; if that transaction
  * fails, every request in it answers the failure (503 or 500), none 200. A key twice in one
- * batch is written once and the second copy answers "duplicate": true, as across batches. */
+ * batch is written once and the second copy answers "duplicate": true, as across batches.
+ *
+ * Across the server's processes commits take turns (the "bank-webhook" mutex, docs/api.md):
+ * a leader waits for the turn before it takes the queue, so what arrives meanwhile joins its
+ * batch. Without turns each process committed its own small batch at the same time as the
+ * others: on SQLite they met in the file's write lock, whose waits are sleeps (p99 0.5-1 s);
+ * on PostgreSQL, batches half the size cost the database twice the work per notice
+ * (measured with scripts/bench; the numbers are in docs/api.md). A leader that waits longer than
+ * TURN_WAIT (a commit stuck on a database that does not answer) commits without the turn. */
 #define BATCH_MAX 64
+#define TURN_WAIT apr_time_from_sec(1)
+#define TURN_MUTEX "bank-webhook"
 
 typedef struct queued_s {
     bank_notice_put_t put;
@@ -100,13 +112,41 @@ typedef struct {
 } batcher_t;
 
 static struct {
+    apr_global_mutex_t *turn; /* NULL: no turns (each process commits when it will) */
     apr_thread_mutex_t *lock; /* guards by_server */
     apr_pool_t *pool;
     apr_hash_t *by_server; /* server_rec * -> batcher_t * (each server has its own database) */
 } commits;
 
+int bank_webhook_pre_config(apr_pool_t *pconf)
+{
+    return ap_mutex_register(pconf, TURN_MUTEX, NULL, APR_LOCK_DEFAULT, 0) == APR_SUCCESS
+               ? OK
+               : HTTP_INTERNAL_SERVER_ERROR;
+}
+
+int bank_webhook_post_config(apr_pool_t *pconf, server_rec *s)
+{
+    commits.turn = NULL;
+    /* ap_global_mutex_create logs its own failure (mechanism, file) */
+    return ap_global_mutex_create(&commits.turn, NULL, TURN_MUTEX, NULL, s, pconf, 0) == APR_SUCCESS
+               ? OK
+               : HTTP_INTERNAL_SERVER_ERROR;
+}
+
 void bank_webhook_child_init(apr_pool_t *pchild, server_rec *s)
 {
+    apr_status_t rv;
+
+    if (commits.turn &&
+        (rv = apr_global_mutex_child_init(&commits.turn, apr_global_mutex_lockfile(commits.turn),
+                                          pchild)) != APR_SUCCESS) {
+        ap_log_error(APLOG_MARK, APLOG_ERR, rv, s,
+                     BANKLOGNO(0709) "payment notices: no %s mutex in this process; its commits "
+                                     "do not take turns with the other processes'",
+                     TURN_MUTEX);
+        commits.turn = NULL;
+    }
     commits.pool = pchild;
     commits.by_server = apr_hash_make(pchild);
     if (apr_thread_mutex_create(&commits.lock, APR_THREAD_MUTEX_DEFAULT, pchild) != APR_SUCCESS) {
@@ -141,14 +181,14 @@ static batcher_t *batcher_of(request_rec *r)
     return b;
 }
 
-/* Commits the notices of batch (count of them) on r's connection; sets each one's outcome.
+/* Commits the notices of batch (count of them) on db, r's connection (NULL: none could be
+ * had); sets each one's outcome.
  * A batch whose transaction failed on a healthy connection (a statement refused, not the
  * database busy or gone) is tried again one notice per transaction, so one notice the
  * database refuses fails alone. */
-static void commit_batch(request_rec *r, queued_t **batch, int count)
+static void commit_batch(request_rec *r, bank_db_t *db, queued_t **batch, int count)
 {
     bank_notice_put_t **puts = apr_palloc(r->pool, sizeof(*puts) * (apr_size_t)count);
-    bank_db_t *db = bank_db(r);
     bank_db_rc rc = BANK_DB_ERROR;
     int i, retry = 1;
 
@@ -187,6 +227,33 @@ static void commit_batch(request_rec *r, queued_t **batch, int count)
     }
 }
 
+/* Waits for the server's commit turn (at most TURN_WAIT); 1 if taken (release it), 0 if the
+ * commit goes ahead without it. */
+static int take_turn(request_rec *r)
+{
+    apr_time_t start = apr_time_now();
+    apr_status_t rv;
+
+    if (!commits.turn) {
+        return 0;
+    }
+    rv = apr_global_mutex_timedlock(commits.turn, TURN_WAIT);
+    if (rv == APR_ENOTIMPL) { /* a Mutex mechanism without timed waits */
+        rv = apr_global_mutex_lock(commits.turn);
+    }
+    if (rv != APR_SUCCESS) {
+        ap_log_rerror(APLOG_MARK, APLOG_WARNING, rv, r,
+                      BANKLOGNO(0710) "payment notices: no commit turn after %" APR_TIME_T_FMT
+                                      " ms; committing without it",
+                      apr_time_as_msec(apr_time_now() - start));
+        return 0;
+    }
+    ap_log_rerror(APLOG_MARK, APLOG_DEBUG, 0, r,
+                  BANKLOGNO(0711) "payment notices: commit turn taken after %" APR_TIME_T_FMT " us",
+                  apr_time_now() - start);
+    return 1;
+}
+
 /* Queues q and returns once the transaction holding it has ended (q->rc says how). Each
  * waiter sleeps on its own condition, woken only when its notice is done or when it is
  * first in the queue and a commit may start (one broadcast per commit woke every waiter of
@@ -194,7 +261,8 @@ static void commit_batch(request_rec *r, queued_t **batch, int count)
 static void group_commit(request_rec *r, batcher_t *b, queued_t *q)
 {
     queued_t *batch[BATCH_MAX];
-    int count, i;
+    bank_db_t *db;
+    int count, i, turn;
 
     apr_thread_mutex_lock(b->lock);
     if (b->tail) {
@@ -208,7 +276,13 @@ static void group_commit(request_rec *r, batcher_t *b, queued_t *q)
             apr_thread_cond_wait(q->wake, b->lock);
             continue;
         }
-        /* first in the queue, no commit running: lead everything queued, up to BATCH_MAX */
+        /* first in the queue, no commit running: wait for the turn, then lead everything
+         * queued by then, up to BATCH_MAX */
+        b->running = 1;
+        apr_thread_mutex_unlock(b->lock);
+        db = bank_db(r); /* before the turn: no turn held while waiting for a connection */
+        turn = db ? take_turn(r) : 0;
+        apr_thread_mutex_lock(b->lock);
         for (count = 0; count < BATCH_MAX && b->head; count++) {
             batch[count] = b->head;
             b->head = b->head->next;
@@ -216,9 +290,11 @@ static void group_commit(request_rec *r, batcher_t *b, queued_t *q)
         if (!b->head) {
             b->tail = NULL;
         }
-        b->running = 1;
         apr_thread_mutex_unlock(b->lock);
-        commit_batch(r, batch, count);
+        commit_batch(r, db, batch, count);
+        if (turn) {
+            apr_global_mutex_unlock(commits.turn);
+        }
         apr_thread_mutex_lock(b->lock);
         b->running = 0;
         for (i = 0; i < count; i++) {
@@ -254,7 +330,7 @@ static int store(request_rec *r, const bank_notice_t *n, const char *partner, co
     if (b && apr_thread_cond_create(&q->wake, r->pool) == APR_SUCCESS) {
         group_commit(r, b, q);
     } else {
-        commit_batch(r, &q, 1);
+        commit_batch(r, bank_db(r), &q, 1);
     }
     if (q->rc != BANK_DB_OK) {
         return bank_error_db_retry(r, q->retry);

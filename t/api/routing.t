@@ -5,6 +5,7 @@ use warnings FATAL => 'all';
 use Apache::Test qw(-withtestmore);
 use Apache::TestRequest qw(GET);
 use Bank::Test;
+use Bank::Test qw(spew);
 
 my $c     = new_customer();
 my %auth  = (Authorization => 'Bearer ' . issue_token($c->{email}));
@@ -23,5 +24,15 @@ is(GET('/v2/banks', %auth)->code,            200, 'another prefix, its own path'
 # A path outside every Location is httpd's own 404 (no handler of ours reached).
 isnt(GET('/misc/payment_banksX', %auth)->header('Content-Type') // '', 'application/json; charset=utf-8',
     'a path that only shares a prefix is not ours');
+
+# No directory walk for an endpoint (no file behind it): a <Directory> over the document
+# root's misc/ (t/conf/extra.conf.in) denies the file there, not /misc/payment_banks.
+my $misc = Apache::Test::vars('documentroot') . '/misc';
+mkdir $misc;
+spew("$misc/file.json", '{}');
+chmod 0755, $misc;
+chmod 0644, "$misc/file.json";
+is(GET('/misc/file.json')->code, 403, 'the <Directory> section denies the file below it');
+is(GET('/misc/payment_banks', %auth)->code, 200, 'and does not reach the endpoint at that URL');
 
 done_testing();

@@ -160,6 +160,29 @@ unlike(error_log_since($load_mark), qr/database is locked|BANK0203/i,
 diag(sprintf 'webhook load: %d deliveries from 16 senders in %.2f s: %.0f deliveries/s',
     scalar @$answers, $elapsed, @$answers / ($elapsed || 1));
 
+# --- commits of different processes take turns ------------------------------------------------
+# Every commit of that load ran inside the server's commit turn (BANK0711 when taken, BANK0708
+# when committed, both logged by the leading thread before it gives the turn back), and no
+# two overlapped in time, whichever processes led them.
+{
+    my (%open, @turns, $outside, %pids);
+    for (split /\n/, error_log_since($load_mark)) {
+        next unless /^\[\w+ \w+ (\d+) (\d+):(\d+):(\d+\.\d+) \d+\] .*\[pid (\d+):tid (\d+)\].*BANK07(11|08)/;
+        my ($t, $who, $what) = ((($1 * 24 + $2) * 60 + $3) * 60 + $4, "$5:$6", $7);
+        if ($what eq '11') { $open{$who} = $t; next }
+        if (!defined $open{$who}) { $outside++; next }
+        push @turns, [delete $open{$who}, $t];
+        $pids{ (split /:/, $who)[0] }++;
+    }
+    @turns = sort { $a->[0] <=> $b->[0] } @turns;
+    my $overlaps = grep { $turns[$_][0] < $turns[$_ - 1][1] } 1 .. $#turns;
+    diag(sprintf 'turns: %d commits by %d processes', scalar @turns, scalar keys %pids);
+    cmp_ok(scalar @turns, '>', 0, 'turns: the load committed inside commit turns');
+    is($outside // 0, 0, 'turns: no commit outside a turn');
+    cmp_ok(scalar keys %pids, '>=', 2, 'turns: commits led by more than one process');
+    is($overlaps, 0, 'turns: no two commits at the same time');
+}
+
 # --- an httpd child killed with SIGKILL mid-load --------------------------------------------
 # Group commit answers 200 only after the commit: a child killed with its transaction open
 # takes its notices' answers with it (the senders see the connection close) and the database

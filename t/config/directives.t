@@ -136,6 +136,9 @@ my @good = (
         'a header name of every token character'],
     ['BankWebhookSignature ' . ('H' x 64) . ' sha256 key-12345678', 'a header name of 64 characters'],
     ["BankWebhookSignature X-Sig sha512 file:$dir/partner.key", 'an HMAC key read from a file'],
+    # the commit turn of payment notices is httpd's mutex type bank-webhook (docs/api.md)
+    ["Mutex file:$dir bank-webhook",            'the Mutex directive for bank-webhook'],
+    ['Mutex default bank-webhook',              'the default mechanism for bank-webhook'],
 );
 for my $g (@good) {
     my ($line, $why) = @$g;
