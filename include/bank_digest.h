@@ -5,8 +5,8 @@
 #include <apr_pools.h>
 
 /* Fetches SHA-256 from OpenSSL once for the process (call before threads start; without
- * it every digest fetches it again, slower and under a lock). */
-void bank_digest_init(void);
+ * it every digest fetches it again, slower and under a lock); freed when pool goes. */
+void bank_digest_init(apr_pool_t *pool);
 /* SHA-256 of data, lower-case hex (64 characters). */
 char *bank_sha256_hex(apr_pool_t *p, const void *data, apr_size_t len);
 /* CRC-32 (IEEE 802.3, as zlib) of data. */

@@ -14,10 +14,20 @@
  * server (docs/benchmarks.md). */
 static EVP_MD *sha256_md = NULL;
 
-void bank_digest_init(void)
+static apr_status_t digest_free(void *unused)
 {
-    if (!sha256_md) {
-        sha256_md = EVP_MD_fetch(NULL, "SHA256", NULL);
+    (void)unused;
+    EVP_MD_free(sha256_md);
+    sha256_md = NULL;
+    return APR_SUCCESS;
+}
+
+void bank_digest_init(apr_pool_t *pool)
+{
+    if (!sha256_md && (sha256_md = EVP_MD_fetch(NULL, "SHA256", NULL)) != NULL) {
+        /* freed with the pool: httpd unloads the module with its configuration, and the
+         * pointer to it would go with the module */
+        apr_pool_cleanup_register(pool, NULL, digest_free, apr_pool_cleanup_null);
     }
 }
 

@@ -150,7 +150,7 @@ static int bank_post_config(apr_pool_t *pconf, apr_pool_t *plog, apr_pool_t *pte
         return OK;
     }
     warn_unkeyed_servers(s);
-    bank_digest_init();
+    bank_digest_init(pconf);
     bank_idp_post_config(pconf, s);
     bank_metrics_post_config(pconf, s);
     bank_verify_post_config(pconf, s);
