@@ -138,22 +138,29 @@ static const char *render_histogram(apr_pool_t *p, const bank_histogram_t *h, co
                         out, name, ep, sum / 1000000, sum % 1000000, name, ep, total);
 }
 
+/* out, then a gauge family of one sample. */
+static const char *render_gauge(apr_pool_t *p, const char *out, const char *name, const char *help,
+                                const apr_uint64_t *v)
+{
+    return apr_psprintf(p, "%s%s%s %" APR_UINT64_T_FMT "\n", out,
+                        family_head(p, name, "gauge", help), name,
+                        apr_atomic_read64((volatile apr_uint64_t *)v));
+}
+
 const char *bank_metrics_prometheus(apr_pool_t *p, const bank_metrics_t *m)
 {
     const char *out = render_counters(p, m);
     int e;
 
-    out = apr_psprintf(
-        p, "%s%sbank_password_verifications_waiting %" APR_UINT64_T_FMT "\n", out,
-        family_head(p, "bank_password_verifications_waiting", "gauge",
-                    "Password verifications (scrypt or bcrypt) started and not yet finished."),
-        apr_atomic_read64((volatile apr_uint64_t *)&m->password_waiting));
-    out = apr_psprintf(
-        p, "%s%sbank_password_verifications_running_max %" APR_UINT64_T_FMT "\n", out,
-        family_head(p, "bank_password_verifications_running_max", "gauge",
-                    "The most password verifications computing at once in all processes together, "
-                    "as the server-wide bound counts them (BankPasswordVerifyServerConcurrency)."),
-        apr_atomic_read64((volatile apr_uint64_t *)&m->password_running_max));
+    out = render_gauge(p, out, "bank_password_verifications_waiting",
+                       "Sign-ins admitted to a password verification (scrypt or bcrypt) and not "
+                       "yet finished: waiting for a turn or computing.",
+                       &m->password_waiting);
+    out = render_gauge(p, out, "bank_password_verifications_running_max",
+                       "The most password verifications computing at once in all processes "
+                       "together, as the server-wide bound counts them "
+                       "(BankPasswordVerifyServerConcurrency).",
+                       &m->password_running_max);
     out = apr_pstrcat(p, out,
                       family_head(p, "bank_request_duration_seconds", "histogram",
                                   "Time from the request's arrival to the end of the handler."),

@@ -44,6 +44,13 @@ static void test_counters(apr_pool_t *p)
     CHECK(has_line(t, "bank_bearer_tokens_refused_total 0"));
     CHECK(has_line(t, "# TYPE bank_password_verifications_waiting gauge"));
     CHECK(has_line(t, "bank_password_verifications_waiting 1"));
+    CHECK(has_line(t, "# TYPE bank_password_verifications_running_max gauge"));
+    CHECK(has_line(t, "bank_password_verifications_running_max 0"));
+    /* the most ever seen at once is kept, a lower count later does not lower it */
+    bank_metrics_running(&m, 3);
+    bank_metrics_running(&m, 2);
+    t = bank_metrics_prometheus(p, &m);
+    CHECK(has_line(t, "bank_password_verifications_running_max 3"));
     /* one HELP and one TYPE per family, before its first sample */
     CHECK(strstr(t, "# TYPE bank_sign_ins_total") < strstr(t, "bank_sign_ins_total{"));
     CHECK(strstr(strstr(t, "# TYPE bank_sign_ins_total") + 1, "# TYPE bank_sign_ins_total") ==
