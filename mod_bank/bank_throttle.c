@@ -46,14 +46,22 @@ void bank_counter_judge(const bank_counter_t *c, const bank_throttle_t *t, bank_
     judge(c, t, c->attempts, out);
 }
 
-bank_db_rc bank_counter_check(bank_db_t *db, const bank_counter_t *c, bank_count_t *out)
+/* The count as `read` gives it (bank_store_count_get or _clear: the same arguments), judged. */
+static bank_db_rc read_judged(bank_db_t *db, const bank_counter_t *c,
+                              bank_db_rc (*read)(bank_db_t *, bank_counts_table, const char *,
+                                                 const char *, const char *, bank_throttle_t *),
+                              bank_count_t *out)
 {
     bank_throttle_t t;
-    bank_db_rc rc =
-        bank_store_count_get(db, c->table, c->scope, c->subject, bank_counter_cutoff(db, c), &t);
+    bank_db_rc rc = read(db, c->table, c->scope, c->subject, bank_counter_cutoff(db, c), &t);
 
     memset(out, 0, sizeof(*out));
     return rc != BANK_DB_OK ? rc : judge(c, &t, c->attempts, out);
+}
+
+bank_db_rc bank_counter_check(bank_db_t *db, const bank_counter_t *c, bank_count_t *out)
+{
+    return read_judged(db, c, bank_store_count_get, out);
 }
 
 bank_db_rc bank_counter_fail(bank_db_t *db, const bank_counter_t *c, bank_count_t *out)
@@ -84,12 +92,7 @@ bank_db_rc bank_counter_prune(bank_db_t *db, const bank_counter_t *c)
  * counted on the row, and a failure counted after it waits for the commit. */
 bank_db_rc bank_counter_take(bank_db_t *db, const bank_counter_t *c, bank_count_t *out)
 {
-    bank_throttle_t t;
-    bank_db_rc rc =
-        bank_store_count_clear(db, c->table, c->scope, c->subject, bank_counter_cutoff(db, c), &t);
-
-    memset(out, 0, sizeof(*out));
-    return rc != BANK_DB_OK ? rc : judge(c, &t, c->attempts, out);
+    return read_judged(db, c, bank_store_count_clear, out);
 }
 
 typedef struct {
