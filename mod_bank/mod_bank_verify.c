@@ -22,7 +22,6 @@
 #include <apr_thread_mutex.h>
 #include <apr_thread_cond.h>
 #include <http_config.h>
-#include <http_core.h>
 #include <unixd.h>
 #include "mod_bank.h"
 #include "mod_bank_verify.h"
@@ -136,8 +135,7 @@ void bank_verify_post_config(apr_pool_t *pconf, server_rec *s)
     gate_id = -1;
     gate_slots = slots;
     gate_server = s;
-    /* the first of the two start-up passes only checks the configuration */
-    if (slots == 0 || ap_state_query(AP_SQ_MAIN_STATE) == AP_SQ_MS_CREATE_PRE_CONFIG) {
+    if (slots == 0) {
         return;
     }
     arg.val = slots;
@@ -163,6 +161,9 @@ void bank_verify_post_config(apr_pool_t *pconf, server_rec *s)
     }
     gate_owner = getpid();
     apr_pool_cleanup_register(pconf, NULL, remove_gate, apr_pool_cleanup_null);
+    ap_log_error(APLOG_MARK, APLOG_DEBUG, 0, s,
+                 BANKLOGNO(1405) "BankPasswordVerifyServerConcurrency: %d slots, semaphore id %d",
+                 slots, gate_id);
 }
 
 /* Takes (-1) or gives back (1) one slot of the server's semaphore; 0 when done. */
