@@ -8,7 +8,7 @@ WARN      := -Wall -Wextra -Werror -Wno-missing-field-initializers
 # Evaluated by the shell when a recipe runs, not when make reads this file: on a new machine
 # `make deps` installs apr-1-config and apxs only after make has read the Makefile.
 APR_INC    = $$(apr-1-config --includes) $$(apr-1-config --cppflags)
-LIBS      := -ljson-c -lcrypto -lcrypt -lcurl
+LIBS      := -ljson-c -lcrypto -lcrypt -lcurl -largon2
 
 # Pure code: no httpd dependency; linked by the module, bankctl and the C unit tests.
 CORE_SRC  := $(filter-out mod_bank/bankctl/%,$(wildcard mod_bank/bank_*.c))

@@ -1,6 +1,8 @@
 /* Password hashes (docs/api.md). Verifies scrypt PHC strings
  *   $scrypt$n=16384,r=8,p=1$<salt b64>$<hash b64>
- * and bcrypt ($2a$, $2b$, $2y$ and the PHC form $bcrypt$v=98$r=10$<salt>$<hash>).
+ * bcrypt ($2a$, $2b$, $2y$ and the PHC form $bcrypt$v=98$r=10$<salt>$<hash>) and argon2
+ * ($argon2id$, $argon2i$, $argon2d$ as AdonisJS's argon2 driver writes them:
+ *   $argon2id$v=19$m=65536,t=3,p=4$<salt b64>$<hash b64>, libargon2).
  * New hashes are scrypt PHC with the AdonisJS defaults. */
 #ifndef BANK_PASSWORD_H
 #define BANK_PASSWORD_H

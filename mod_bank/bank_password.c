@@ -1,10 +1,13 @@
-/* Password hashes (docs/api.md): scrypt PHC as AdonisJS writes it, and bcrypt in both its
- * modular-crypt ($2a$/$2b$/$2y$) and AdonisJS PHC ($bcrypt$v=98$r=10$...) forms. */
+/* Password hashes (docs/api.md): scrypt and argon2 PHC as AdonisJS writes them, and bcrypt in both
+ * its modular-crypt ($2a$/$2b$/$2y$) and AdonisJS PHC ($bcrypt$v=98$r=10$...) forms. */
 #include <string.h>
 
 #include <apr_strings.h>
 #include <apr_lib.h>
 
+#include <sys/mman.h>
+
+#include <argon2.h>
 #include <crypt.h>
 #include <openssl/crypto.h>
 
@@ -49,6 +52,24 @@
 #endif
 #define BCRYPT_SALT_LEN 16
 #define BCRYPT_HASH_LEN 23
+
+/* argon2: memory in KiB (m), passes (t) and lanes (p). AdonisJS's defaults are m=65536 (64
+ * MiB), t=3, p=4. Lanes are computed one after another on the verifying thread, so one
+ * verification uses one CPU, as scrypt's does, and holds one slot of the server-wide bound.
+ * Memory at most twice the default; work (m*t) at most 4x the default, as scrypt's. */
+#ifdef FUZZING_BUILD_MODE_UNSAFE_FOR_PRODUCTION
+#define ARGON2_MAX_M 256UL
+#define ARGON2_MAX_WORK 1024UL
+#else
+#define ARGON2_MAX_M (2UL * 65536)
+#define ARGON2_MAX_WORK (4UL * 65536 * 3)
+#endif
+#define ARGON2_MAX_T 16
+#define ARGON2_MAX_P 16
+#define ARGON2_MIN_SALT 8
+#define ARGON2_MAX_SALT 1024
+#define ARGON2_MIN_KEY 16
+#define ARGON2_MAX_KEY 128
 
 /* scrypt(n=16384,r=8,p=1) of a random password that was thrown away. */
 static const char dummy_hash[] =
@@ -103,34 +124,23 @@ static int split_fields(apr_pool_t *p, const char *s, char **fields, int want)
     return 0;
 }
 
-/* "n=16384,r=8,p=1" in any order, each key exactly once. */
-static int scrypt_parse_params(const char *s, scrypt_params *sp)
+/* "k=V,k=V,..." in any order, each key of `keys` (one letter each) exactly once, into
+ * v[i] for keys[i]: scrypt's "n=16384,r=8,p=1", argon2's "m=65536,t=3,p=4". */
+static int parse_params(const char *s, const char *keys, unsigned long *v)
 {
-    int seen = 0;
+    unsigned int seen = 0, all = (1U << strlen(keys)) - 1;
 
     while (*s) {
         const char *comma = strchr(s, ',');
         apr_size_t len = comma ? (apr_size_t)(comma - s) : strlen(s);
-        unsigned long *slot;
-        int bit;
+        const char *k = s[0] ? strchr(keys, s[0]) : NULL;
+        unsigned int bit;
 
-        if (len < 3 || s[1] != '=') {
+        if (len < 3 || s[1] != '=' || !k) {
             return -1;
         }
-        switch (s[0]) {
-        case 'n':
-            slot = &sp->n, bit = 1;
-            break;
-        case 'r':
-            slot = &sp->r, bit = 2;
-            break;
-        case 'p':
-            slot = &sp->p, bit = 4;
-            break;
-        default:
-            return -1;
-        }
-        if ((seen & bit) || parse_uint(s + 2, len - 2, slot) != 0) {
+        bit = 1U << (k - keys);
+        if ((seen & bit) || parse_uint(s + 2, len - 2, &v[k - keys]) != 0) {
             return -1;
         }
         seen |= bit;
@@ -139,7 +149,18 @@ static int scrypt_parse_params(const char *s, scrypt_params *sp)
             return -1;
         }
     }
-    return seen == 7 ? 0 : -1;
+    return seen == all ? 0 : -1;
+}
+
+static int scrypt_parse_params(const char *s, scrypt_params *sp)
+{
+    unsigned long v[3];
+
+    if (parse_params(s, "nrp", v) != 0) {
+        return -1;
+    }
+    sp->n = v[0], sp->r = v[1], sp->p = v[2];
+    return 0;
 }
 
 /* What one verification needs: B (128*r*p) plus the work area (bank_scrypt.c). */
@@ -265,6 +286,106 @@ static int verify_bcrypt_phc(apr_pool_t *p, const char *plain, const char *rest)
     return verify_bcrypt_mcf(p, plain, mcf);
 }
 
+typedef struct {
+    argon2_type type;
+    unsigned long version, m, t, p;
+    unsigned char *salt, *key;
+    apr_size_t saltlen, keylen;
+} argon2_params;
+
+/* libargon2's work area (m KiB) mapped for the call and unmapped after it, as scrypt's
+ * (bank_scrypt.c): a malloc'd area would stay in the calling thread's glibc arena. libargon2
+ * wipes it before it gives it back. */
+static int argon2_map(uint8_t **memory, size_t len)
+{
+    void *a = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+
+    if (a == MAP_FAILED) {
+        return ARGON2_MEMORY_ALLOCATION_ERROR;
+    }
+#ifdef MADV_DONTDUMP
+    (void)madvise(a, len, MADV_DONTDUMP); /* never in a core file */
+#endif
+    *memory = a;
+    return ARGON2_OK;
+}
+
+static void argon2_unmap(uint8_t *memory, size_t len)
+{
+    munmap(memory, len);
+}
+
+static int argon2_params_ok(const argon2_params *ap)
+{
+    return (ap->version == ARGON2_VERSION_10 || ap->version == ARGON2_VERSION_13) && ap->p >= 1 &&
+           ap->p <= ARGON2_MAX_P && ap->m >= 8 * ap->p && ap->m <= ARGON2_MAX_M && ap->t >= 1 &&
+           ap->t <= ARGON2_MAX_T && ap->m * ap->t <= ARGON2_MAX_WORK &&
+           ap->saltlen >= ARGON2_MIN_SALT && ap->saltlen <= ARGON2_MAX_SALT &&
+           ap->keylen >= ARGON2_MIN_KEY && ap->keylen <= ARGON2_MAX_KEY;
+}
+
+/* "id$v=19$m=65536,t=3,p=4$<salt>$<hash>" after "$argon2"; no v= means version 16. */
+static int argon2_parse(apr_pool_t *p, const char *rest, argon2_params *ap)
+{
+    char *f[5], **g = f + 1;
+    unsigned long v[3];
+
+    memset(ap, 0, sizeof(*ap));
+    if (!strncmp(rest, "id$", 3)) {
+        ap->type = Argon2_id, rest += 3;
+    } else if (!strncmp(rest, "i$", 2) || !strncmp(rest, "d$", 2)) {
+        ap->type = rest[0] == 'i' ? Argon2_i : Argon2_d, rest += 2;
+    } else {
+        return -1;
+    }
+    ap->version = ARGON2_VERSION_10;
+    if (split_fields(p, rest, f, 4) == 0) {
+        if (strncmp(f[0], "v=", 2) != 0 || parse_uint(f[0] + 2, strlen(f[0] + 2), &ap->version)) {
+            return -1;
+        }
+    } else if (split_fields(p, rest, g, 3) != 0) {
+        return -1;
+    }
+    if (parse_params(g[0], "mtp", v) != 0 || bank_b64std_decode(p, g[1], &ap->salt, &ap->saltlen) ||
+        bank_b64std_decode(p, g[2], &ap->key, &ap->keylen)) {
+        return -1;
+    }
+    ap->m = v[0], ap->t = v[1], ap->p = v[2];
+    return argon2_params_ok(ap) ? 0 : -1;
+}
+
+static int verify_argon2(apr_pool_t *p, const char *plain, const char *rest)
+{
+    argon2_params ap;
+    argon2_context c;
+    unsigned char *got;
+    apr_size_t len = strlen(plain);
+
+    if (argon2_parse(p, rest, &ap) != 0 || len > ARGON2_MAX_PWD_LENGTH) {
+        return BANK_PW_MALFORMED;
+    }
+    got = apr_palloc(p, ap.keylen);
+    memset(&c, 0, sizeof(c));
+    c.out = got;
+    c.outlen = (uint32_t)ap.keylen;
+    c.pwd = (uint8_t *)apr_pmemdup(p, plain, len + 1);
+    c.pwdlen = (uint32_t)len;
+    c.salt = ap.salt;
+    c.saltlen = (uint32_t)ap.saltlen;
+    c.t_cost = (uint32_t)ap.t;
+    c.m_cost = (uint32_t)ap.m;
+    c.lanes = (uint32_t)ap.p;
+    c.threads = 1;
+    c.version = (uint32_t)ap.version;
+    c.allocate_cbk = argon2_map;
+    c.free_cbk = argon2_unmap;
+    c.flags = ARGON2_FLAG_CLEAR_PASSWORD;
+    if (argon2_ctx(&c, ap.type) != ARGON2_OK) {
+        return BANK_PW_MALFORMED;
+    }
+    return CRYPTO_memcmp(got, ap.key, ap.keylen) == 0 ? BANK_PW_MATCH : BANK_PW_MISMATCH;
+}
+
 int bank_password_verify(apr_pool_t *p, const char *plain, const char *stored)
 {
     if (!stored) {
@@ -281,6 +402,9 @@ int bank_password_verify(apr_pool_t *p, const char *plain, const char *stored)
     }
     if (strncmp(stored, "$2", 2) == 0) {
         return verify_bcrypt_mcf(p, plain, stored);
+    }
+    if (strncmp(stored, "$argon2", 7) == 0) {
+        return verify_argon2(p, plain, stored + 7);
     }
     return BANK_PW_MALFORMED;
 }

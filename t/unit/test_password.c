@@ -46,6 +46,41 @@
 #define HTPASSWD_2B "$2b$05$Wa5ia47.YWi0tsMukHW1buIptLLsFSNwXsdIiP/d.JUE6hcxcUsC6"
 #define HTPASSWD_2A "$2a$05$Wa5ia47.YWi0tsMukHW1buIptLLsFSNwXsdIiP/d.JUE6hcxcUsC6"
 
+/* argon2 hashes made by node's `argon2` package (the one AdonisJS's argon2 driver uses), in
+ * the driver's own layout ($argon2id$v=19$m=..,t=..,p=..$salt$hash, base64 without padding):
+ *   const b64 = b => b.toString('base64').replace(/=+$/, '');
+ *   const h = await argon2.hash(pw, {type, memoryCost: m, timeCost: t, parallelism: p,
+ *                                    raw: true, salt, hashLength, version});
+ *   `$argon2id$v=19$m=${m},t=${t},p=${p}$${b64(salt)}$${b64(h)}`
+ * The last two are that package's own encoded output (it writes m, p, t). */
+#define ARGON2ID_ADONIS                                                                            \
+    "$argon2id$v=19$m=65536,t=3,p=4$69FjE/fPLzZfE7lBLrrTTA$YAuYW3A3BFB3pCPTyxhRv/qrn4/wOad/SX/"    \
+    "rjCS3xbQ"
+#define ARGON2I_ADONIS                                                                             \
+    "$argon2i$v=19$m=65536,t=3,p=4$73LO17EUE3Dft8NyH2rAlw$v6XaCEP8XD5pL/2w4Me0+Dc8XQRsgJhz20c2c8F" \
+    "BsqM"
+#define ARGON2D_ADONIS                                                                             \
+    "$argon2d$v=19$m=65536,t=3,p=4$6xdig7ahkSgrQ3EdbKlADw$mw30uHHk/sttc/VYh/1qIq2HGJEH6wXYZ228/"   \
+    "tUpA8Q"
+/* "pässwörd", two lanes */
+#define ARGON2ID_UTF8                                                                              \
+    "$argon2id$v=19$m=1024,t=2,p=2$NAYxCMkPXw93KQblSfMbXQ$Iso6QhCiqlPm/"                           \
+    "dML0mJUNswKlPdro2pW2SbhRMLq6as"
+/* "hunter2", version 16 (no v=), salt "saltsalt", 16-byte hash */
+#define ARGON2I_V16 "$argon2i$m=256,t=4,p=1$c2FsdHNhbHQ$Hj6w31U1g7Sn0ym8eZopjw"
+/* the empty password, eight lanes, 64-byte hash */
+#define ARGON2D_EMPTY                                                                              \
+    "$argon2d$v=19$m=64,t=1,p=8$/"                                                                 \
+    "wpm6KTBl2VPmlVfcar7pA$aoYt4Srx5wFBZ59ICop8rfQyy9SD6VjMZ8Ly4rrJr0dm"                           \
+    "DISXfeM8FFfphH2U0TEH0ZLet9um7M7X+V81bGHaVQ"
+/* "password" */
+#define ARGON2ID_NODE                                                                              \
+    "$argon2id$v=19$m=128,p=1,t=1$Nm/"                                                             \
+    "QC06YltQPCQ6P8MC2jw$sXlqo8flE61uzpx4hPhJzYm8nzVvXd9r5n1Fvw4M1po"
+#define ARGON2I_NODE                                                                               \
+    "$argon2i$v=19$m=64,p=1,t=2$wpgjdyXTYYXvUBnh573crA$N2r/Le6689XTFXhVunbzAv7CWpe3I/"             \
+    "VFxLvxh2iuWUA"
+
 static int verify(apr_pool_t *p, const char *plain, const char *stored)
 {
     return bank_password_verify(p, plain, stored);
@@ -222,7 +257,6 @@ static void test_bcrypt_malformed(apr_pool_t *p)
         "$bcrypt$x=1$v=98$r=10$tAe1bhm5zoo0Sx7ZfrCd7w$0T4Cf8htpt/8FbjK+cErdaTh8T6ClYQ",
         "$bcript$v=98$r=10$tAe1bhm5zoo0Sx7ZfrCd7w$0T4Cf8htpt/8FbjK+cErdaTh8T6ClYQ",
         /* other schemes and junk */
-        "$argon2id$v=19$m=65536,t=3,p=4$c29tZXNhbHQ$RdescudvJCsgt3ub+b+dWRWJTmaaJObG",
         "$6$saltsalt$qFmFH.bQmmtXzyBY0s9v7Oicd2z4XSIecDzlB5KiA2/"
         "jctKu9YterLp8wwnSq.qc.eoxqOmSuNp2xS0ktL3nh/",
         "$1$saltsalt$T3XNM8b8Ry5TlcY9Bx9Dw0", "$apr1$saltsalt$vKfC6ar3z1F5YF6NnBaWd/",
@@ -293,6 +327,103 @@ static void test_cost_caps(apr_pool_t *p)
           BANK_PW_MALFORMED);
 }
 
+static void test_argon2(apr_pool_t *p)
+{
+    CHECK(verify(p, "secret-Pa55", ARGON2ID_ADONIS) == BANK_PW_MATCH);
+    CHECK(verify(p, "secret-Pa55", ARGON2I_ADONIS) == BANK_PW_MATCH);
+    CHECK(verify(p, "secret-Pa55", ARGON2D_ADONIS) == BANK_PW_MATCH);
+    CHECK(verify(p, "secret-Pa56", ARGON2ID_ADONIS) == BANK_PW_MISMATCH);
+    CHECK(verify(p, "secret-Pa5", ARGON2I_ADONIS) == BANK_PW_MISMATCH);
+    CHECK(verify(p, "", ARGON2D_ADONIS) == BANK_PW_MISMATCH);
+    CHECK(verify(p, "p\xc3\xa4ssw\xc3\xb6rd", ARGON2ID_UTF8) == BANK_PW_MATCH);
+    CHECK(verify(p, "passw\xc3\xb6rd", ARGON2ID_UTF8) == BANK_PW_MISMATCH);
+    CHECK(verify(p, "hunter2", ARGON2I_V16) == BANK_PW_MATCH);
+    CHECK(verify(p, "hunter3", ARGON2I_V16) == BANK_PW_MISMATCH);
+    CHECK(verify(p, "", ARGON2D_EMPTY) == BANK_PW_MATCH);
+    CHECK(verify(p, " ", ARGON2D_EMPTY) == BANK_PW_MISMATCH);
+    CHECK(verify(p, "password", ARGON2ID_NODE) == BANK_PW_MATCH);
+    CHECK(verify(p, "password", ARGON2I_NODE) == BANK_PW_MATCH);
+    CHECK(verify(p, "Password", ARGON2ID_NODE) == BANK_PW_MISMATCH);
+    /* the type, the version, a parameter or one bit of the hash changed: another hash */
+    CHECK(verify(p, "password",
+                 "$argon2d$v=19$m=128,p=1,t=1$Nm/QC06YltQPCQ6P8MC2jw$sXlqo8flE61uzpx4hPhJzYm8nzVv"
+                 "Xd9r5n1Fvw4M1po") == BANK_PW_MISMATCH);
+    CHECK(verify(p, "password",
+                 "$argon2id$v=16$m=128,p=1,t=1$Nm/QC06YltQPCQ6P8MC2jw$sXlqo8flE61uzpx4hPhJzYm8nzV"
+                 "vXd9r5n1Fvw4M1po") == BANK_PW_MISMATCH);
+    CHECK(verify(p, "password",
+                 "$argon2id$v=19$m=128,p=1,t=2$Nm/QC06YltQPCQ6P8MC2jw$sXlqo8flE61uzpx4hPhJzYm8nzV"
+                 "vXd9r5n1Fvw4M1po") == BANK_PW_MISMATCH);
+    CHECK(verify(p, "password",
+                 "$argon2id$v=19$m=128,p=1,t=1$Nm/QC06YltQPCQ6P8MC2jw$tXlqo8flE61uzpx4hPhJzYm8nzV"
+                 "vXd9r5n1Fvw4M1po") == BANK_PW_MISMATCH);
+}
+
+/* ARGON2ID_NODE with its parameter field replaced. */
+static int argon2_with(apr_pool_t *p, const char *head, const char *params)
+{
+    return verify(p, "password",
+                  apr_pstrcat(p, head, params,
+                              "$Nm/QC06YltQPCQ6P8MC2jw$sXlqo8flE61uzpx4hPhJzYm8nzVvXd9r5n1Fvw4M1po",
+                              (char *)NULL));
+}
+
+static void test_argon2_malformed(apr_pool_t *p)
+{
+    static const char *const bad_params[] = {
+        "", "m=128,t=1", "m=128,p=1", "t=1,p=1", "m=128,t=1,p=1,m=128", "m=128,t=1,p=1,x=1",
+        "m=128,t=1,p=1,", "m=128,,t=1,p=1", "m=0128,t=1,p=1", "m=128,t=0,p=1", "m=128,t=1,p=0",
+        "m=7,t=1,p=1", "m=63,t=1,p=8", "m=128,t=1,p=17", "m=128,t=17,p=1",
+        /* past the caps: 2x the default memory, 4x the default work */
+        "m=131073,t=1,p=1", "m=131072,t=7,p=1", "m=65536,t=13,p=4", "M=128,t=1,p=1",
+        "m=128,t=1,p=1,keyid=AA", "m=128;t=1;p=1", "m=-128,t=1,p=1", "m=128,t=1,p=1 "};
+    static const char *const bad[] = {
+        "$argon2id$v=20$m=128,p=1,t=1$Nm/"
+        "QC06YltQPCQ6P8MC2jw$sXlqo8flE61uzpx4hPhJzYm8nzVvXd9r5n1Fvw4M1po",
+        "$argon2id$v=019$m=128,p=1,t=1$Nm/"
+        "QC06YltQPCQ6P8MC2jw$sXlqo8flE61uzpx4hPhJzYm8nzVvXd9r5n1Fvw4M1po",
+        "$argon2id$x=19$m=128,p=1,t=1$Nm/"
+        "QC06YltQPCQ6P8MC2jw$sXlqo8flE61uzpx4hPhJzYm8nzVvXd9r5n1Fvw4M1po",
+        "$argon2ix$v=19$m=128,p=1,t=1$Nm/"
+        "QC06YltQPCQ6P8MC2jw$sXlqo8flE61uzpx4hPhJzYm8nzVvXd9r5n1Fvw4M1po",
+        "$argon2$v=19$m=128,p=1,t=1$Nm/"
+        "QC06YltQPCQ6P8MC2jw$sXlqo8flE61uzpx4hPhJzYm8nzVvXd9r5n1Fvw4M1po",
+        "$argon2id$v=19$m=128,p=1,t=1$Nm/"
+        "QC06YltQPCQ6P8MC2jw==$sXlqo8flE61uzpx4hPhJzYm8nzVvXd9r5n1Fvw4M1po",
+        "$argon2id$v=19$m=128,p=1,t=1$Nm/"
+        "QC06YltQPCQ6P8MC2jw$sXlqo8flE61uzpx4hPhJzYm8nzVvXd9r5n1Fvw4M1po$",
+        "$argon2id$v=19$m=128,p=1,t=1$Nm/QC06Y$sXlqo8flE61uzpx4hPhJzYm8nzVvXd9r5n1Fvw4M1po",
+        "$argon2id$v=19$m=128,p=1,t=1$Nm/QC06YltQPCQ6P8MC2jw$sXlqo8flE61uzpx4hPhJ",
+        "$argon2id$v=19$m=128,p=1,t=1$Nm/QC06YltQPCQ6P8MC2jw$",
+        "$argon2id$v=19$m=128,p=1,t=1$Nm/QC06YltQPCQ6P8MC2jw",
+        "$argon2id$v=19$m=128,p=1,t=1",
+        "$argon2id$v=19",
+        "$argon2id$",
+        "$argon2id",
+        "$argon2",
+        "$argon2id$v=19$m=128,p=1,t=1$Nm/"
+        "QC06Y-tQPCQ6P8MC2jw$sXlqo8flE61uzpx4hPhJzYm8nzVvXd9r5n1Fvw4M1po"};
+    apr_size_t i;
+    int ok = 1;
+
+    for (i = 0; i < sizeof(bad_params) / sizeof(bad_params[0]); i++) {
+        if (argon2_with(p, "$argon2id$v=19$", bad_params[i]) != BANK_PW_MALFORMED) {
+            ok = 0;
+            fprintf(stderr, "accepted argon2 params '%s'\n", bad_params[i]);
+        }
+    }
+    for (i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+        if (verify(p, "password", bad[i]) != BANK_PW_MALFORMED) {
+            ok = 0;
+            fprintf(stderr, "accepted malformed hash '%s'\n", bad[i]);
+        }
+    }
+    CHECK(ok);
+    /* at the caps: accepted (a mismatch, not malformed) */
+    CHECK(argon2_with(p, "$argon2id$v=19$", "m=131072,t=6,p=16") == BANK_PW_MISMATCH);
+    CHECK(argon2_with(p, "$argon2i$v=19$", "m=8,t=16,p=1") == BANK_PW_MISMATCH);
+}
+
 static void run_tests(apr_pool_t *p)
 {
     test_cost_caps(p);
@@ -301,4 +432,6 @@ static void run_tests(apr_pool_t *p)
     test_bcrypt(p);
     test_bcrypt_malformed(p);
     test_hash_and_dummy(p);
+    test_argon2(p);
+    test_argon2_malformed(p);
 }
