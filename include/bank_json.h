@@ -24,6 +24,14 @@ json_object *bank_json_parse_object(apr_pool_t *p, const char *buf, apr_size_t l
 /* 1 if o is, or holds, an integer at an end of json-c's range (-9223372036854775808 or
  * 18446744073709551615): json-c gives those for any integer literal beyond 64 bits. */
 int bank_json_int_saturated(json_object *o);
+/* 1 if o is a JSON number that round-trips: the double nearest to the text, written with the
+ * fewest significant digits that read back as that double (as JavaScript's String(n) and
+ * Python's repr write it), has the same decimal value as the text (notation aside: 10.750,
+ * 1.075e1 and 10.75 are one value). 0 for anything else, and for negative zero (-0, -0.0,
+ * and what underflows to it, such as -1e-400), a value that underflows to 0 (1e-400), one
+ * with more digits than a double keeps (0.30000000000000001, 9007199254740993). The parser
+ * keeps -0's sign (json-c alone reads it as the integer 0). */
+int bank_json_number_exact(json_object *o);
 /* Compact JSON text, allocated in p. */
 const char *bank_json_text(apr_pool_t *p, json_object *o);
 /* A JSON string, or JSON null for NULL (json_object_new_string(NULL) would crash). */

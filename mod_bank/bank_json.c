@@ -1,8 +1,11 @@
 /* JSON parsing and ownership over json-c, for request bodies and answers. */
 #include <math.h>
 #include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <apr_strings.h>
+#include <apr_tables.h>
 #include "bank_json.h"
 #include "bank_time.h"
 
@@ -19,11 +22,41 @@ static apr_status_t put_json(void *o)
  * strings: json-c's strict mode lets each of these through. Nor an escaped NUL (\u0000),
  * which would cut a key or a value short in C; found by the escape state, so an escaped
  * backslash followed by the text u0000 ("\\u0000") is the legal string it is.
+ * Counts, in *sc, the colons outside strings (in text json-c accepts, one per object member)
+ * and the number literals, noting which are -0.
  * NULL if the text passes, else why not. */
-static const char *text_problem(const unsigned char *s, apr_size_t len)
+typedef struct {
+    apr_size_t members;            /* colons outside strings */
+    apr_size_t numbers;            /* number literals */
+    apr_array_header_t *neg_zeros; /* the ordinals (apr_size_t) of the literals -0 */
+    apr_pool_t *pool;
+} scan_t;
+
+/* A number literal starts at c (outside strings) unless c continues one. */
+static void scan_number(scan_t *sc, const unsigned char *s, apr_size_t i, apr_size_t len,
+                        int *in_number)
+{
+    int c = s[i],
+        part = (c >= '0' && c <= '9') || c == '-' || c == '+' || c == '.' || c == 'e' || c == 'E';
+
+    if (part && !*in_number && c != '+' && c != '.' && c != 'e' && c != 'E') {
+        /* json-c reads the integer -0 as 0: its sign is noted here, put back after parsing */
+        if (c == '-' && len - i > 1 && s[i + 1] == '0' &&
+            (len - i == 2 || !strchr("0123456789.eE", s[i + 2]))) {
+            if (!sc->neg_zeros) {
+                sc->neg_zeros = apr_array_make(sc->pool, 1, sizeof(apr_size_t));
+            }
+            APR_ARRAY_PUSH(sc->neg_zeros, apr_size_t) = sc->numbers;
+        }
+        sc->numbers++;
+    }
+    *in_number = part;
+}
+
+static const char *text_problem(const unsigned char *s, apr_size_t len, scan_t *sc)
 {
     apr_size_t i = 0;
-    int in_string = 0, escaped = 0;
+    int in_string = 0, escaped = 0, in_number = 0;
 
     while (i < len) {
         unsigned char c = s[i];
@@ -49,6 +82,11 @@ static const char *text_problem(const unsigned char *s, apr_size_t len)
                 return NOT_UTF8_JSON;
             } else if (c == '"') {
                 in_string = 1;
+            } else if (c == ':') {
+                sc->members++; /* in JSON text, one name-value separator per member */
+            }
+            if (!in_string) {
+                scan_number(sc, s, i, len, &in_number);
             }
             i++;
             continue;
@@ -114,6 +152,83 @@ static int any_value(json_object *o, int (*pred)(json_object *))
     }
 }
 
+/* Members of every object in o, at every depth. */
+static apr_size_t count_members(json_object *o)
+{
+    apr_size_t n = 0;
+
+    switch (json_object_get_type(o)) {
+    case json_type_object: {
+        json_object_object_foreach(o, key, val)
+        {
+            (void)key;
+            n += 1 + (val ? count_members(val) : 0);
+        }
+        return n;
+    }
+    case json_type_array: {
+        size_t i, len = json_object_array_length(o);
+        for (i = 0; i < len; i++) {
+            json_object *v = json_object_array_get_idx(o, i);
+            n += v ? count_members(v) : 0;
+        }
+        return n;
+    }
+    default:
+        return 0;
+    }
+}
+
+typedef struct {
+    const apr_array_header_t *at; /* ordinals, ascending */
+    int next;                     /* the next of them to find */
+    apr_size_t seen;              /* numbers walked so far */
+} neg_zero_walk;
+
+/* v, or the double -0.0 written "-0" in its place if v is the number literal next in document
+ * order and one of the -0 that json-c read as the integer 0. */
+static json_object *neg_zero_for(neg_zero_walk *w, json_object *v)
+{
+    if (!json_object_is_type(v, json_type_int) && !json_object_is_type(v, json_type_double)) {
+        return v;
+    }
+    if (w->next < w->at->nelts && APR_ARRAY_IDX(w->at, w->next, apr_size_t) == w->seen++) {
+        w->next++;
+        if (json_object_is_type(v, json_type_int) && json_object_get_int64(v) == 0) {
+            return json_object_new_double_s(-0.0, "-0");
+        }
+    }
+    return v;
+}
+
+/* Walks o in document order (json-c keeps members in the order written: the names are unique
+ * by now), putting each noted -0 back. */
+static void put_neg_zeros(neg_zero_walk *w, json_object *o)
+{
+    json_object *n;
+
+    if (json_object_is_type(o, json_type_object)) {
+        json_object_object_foreach(o, key, val)
+        {
+            if (val && (n = neg_zero_for(w, val)) != val) {
+                json_object_object_add(o, key, n); /* replaces in place, frees val */
+            } else if (val) {
+                put_neg_zeros(w, val);
+            }
+        }
+    } else if (json_object_is_type(o, json_type_array)) {
+        size_t i, len = json_object_array_length(o);
+        for (i = 0; i < len; i++) {
+            json_object *v = json_object_array_get_idx(o, i);
+            if (v && (n = neg_zero_for(w, v)) != v) {
+                json_object_array_put_idx(o, i, n);
+            } else if (v) {
+                put_neg_zeros(w, v);
+            }
+        }
+    }
+}
+
 /* NaN, Infinity and numbers beyond a double's range parse in json-c, but are not JSON. */
 static int not_finite(json_object *o)
 {
@@ -134,6 +249,102 @@ int bank_json_int_saturated(json_object *o)
     return o && any_value(o, int_saturated);
 }
 
+/* A decimal number's value as significant digits (no leading or trailing zeros; none for
+ * zero) and the power of ten of the first: 12.50 and 1.25e1 are {"125", 1}. The exponent is
+ * held within +-100000 (a double's own reach is under 400 either way). */
+typedef struct {
+    int neg;
+    char digits[40];
+    apr_size_t n;
+    long exp;
+} decimal_t;
+
+static int decimal_read(const char *s, decimal_t *d)
+{
+    long point = -1, e = 0, lead = 0, count = 0;
+    int esign = 1, any = 0;
+
+    memset(d, 0, sizeof(*d));
+    if (*s == '-') {
+        d->neg = 1, s++;
+    }
+    for (; (*s >= '0' && *s <= '9') || *s == '.'; s++) {
+        if (*s == '.') {
+            point = lead + count;
+            continue;
+        }
+        any = 1;
+        if (count == 0 && *s == '0') {
+            lead++; /* a leading zero: only moves the point */
+            continue;
+        }
+        if (d->n < sizeof(d->digits) - 1) {
+            d->digits[d->n++] = *s;
+        } else if (*s != '0') {
+            return -1; /* more digits than a double's shortest form ever has */
+        }
+        count++;
+    }
+    if (point < 0) {
+        point = lead + count;
+    }
+    if (*s == 'e' || *s == 'E') {
+        s++;
+        if (*s == '+' || *s == '-') {
+            esign = *s++ == '-' ? -1 : 1;
+        }
+        for (; *s >= '0' && *s <= '9'; s++) {
+            e = e < 100000 ? e * 10 + (*s - '0') : e;
+        }
+    }
+    if (!any || *s) {
+        return -1;
+    }
+    while (d->n && d->digits[d->n - 1] == '0') {
+        d->n--;
+    }
+    d->digits[d->n] = '\0';
+    d->exp = d->n ? point - lead + esign * e : 0;
+    return 0;
+}
+
+/* The fewest significant digits (1 to 17) that read back as x, as JavaScript and Python print
+ * a double; C's printf converts exactly (APR's does not), so it writes them. */
+static void shortest(double x, char *buf, apr_size_t size)
+{
+    int prec;
+
+    for (prec = 1; prec <= 17; prec++) {
+        snprintf(buf, size, "%.*e", prec - 1, x);
+        if (strtod(buf, NULL) == x) {
+            return;
+        }
+    }
+}
+
+int bank_json_number_exact(json_object *v)
+{
+    const char *text;
+    char back[40];
+    decimal_t a, b;
+    double x;
+
+    if (json_object_is_type(v, json_type_int)) {
+        text = json_object_to_json_string_ext(v, JSON_C_TO_STRING_PLAIN);
+    } else if (json_object_is_type(v, json_type_double)) {
+        text = json_object_to_json_string_ext(v, JSON_C_TO_STRING_PLAIN); /* as sent */
+    } else {
+        return 0;
+    }
+    x = strtod(text, NULL);
+    if (!isfinite(x) || (x == 0 && signbit(x))) {
+        return 0;
+    }
+    shortest(x, back, sizeof(back));
+    return decimal_read(text, &a) == 0 && decimal_read(back, &b) == 0 && a.neg == b.neg &&
+           a.exp == b.exp && a.n == b.n && !memcmp(a.digits, b.digits, a.n);
+}
+
 json_object *bank_json_own(apr_pool_t *p, json_object *o)
 {
     if (o) {
@@ -151,9 +362,10 @@ static json_object *parse(apr_pool_t *p, const char *buf, apr_size_t len, int wa
     json_object *o;
     enum json_tokener_error err;
     apr_size_t off;
+    scan_t sc = {0, 0, NULL, p};
 
     *why = NULL;
-    if ((*why = text_problem((const unsigned char *)buf, len)) != NULL) {
+    if ((*why = text_problem((const unsigned char *)buf, len, &sc)) != NULL) {
         return NULL;
     }
 
@@ -195,6 +407,23 @@ static json_object *parse(apr_pool_t *p, const char *buf, apr_size_t len, int wa
     if (want_object && !json_object_is_type(o, json_type_object)) {
         *why = "The request body must be a JSON object.";
         return NULL;
+    }
+    /* json-c keeps the last of two members with the same name (compared after unescaping,
+     * so "a" and "\u0061" are one name) and drops the other silently: the tree then holds
+     * fewer members than the text wrote. A dropped value's own members are missing too, so
+     * the counts differ exactly when some object repeats a name. O(n), no table of names. */
+    if (o && count_members(o) != sc.members) {
+        *why = "The request body has the same member name twice in one object.";
+        return NULL;
+    }
+    if (o && sc.neg_zeros) {
+        neg_zero_walk w = {sc.neg_zeros, 0, 0};
+        json_object *n = neg_zero_for(&w, o);
+        if (n != o) {
+            o = bank_json_own(p, n); /* the whole text was -0 */
+        } else {
+            put_neg_zeros(&w, o);
+        }
     }
     if (o && any_value(o, not_finite)) {
         *why = "The request body holds a number JSON cannot represent.";

@@ -1,5 +1,6 @@
 /* Payment notices: the payload of docs/api.md checked field by field into what is stored,
  * and the partner's HMAC signature of the raw body. */
+#include <math.h>
 #include <stddef.h>
 #include <string.h>
 #include <apr_strings.h>
@@ -50,6 +51,10 @@ static const char *integer(apr_array_header_t *errs, json_object *v, const char 
 {
     apr_int64_t n;
 
+    if (json_object_is_type(v, json_type_double) && json_object_get_double(v) == 0 &&
+        signbit(json_object_get_double(v))) {
+        return fail(errs, path, "min", "The %s field must be at least 0"); /* -0 */
+    }
     if (json_object_is_type(v, json_type_double)) {
         return fail(errs, path, "withoutDecimals", "The %s field must be an integer");
     }
@@ -74,7 +79,10 @@ static const char *beyond_64_bits(apr_array_header_t *errs, const char *path)
 }
 
 /* A non-negative JSON number (integer or not), as its text: json-c keeps the text of a
- * parsed double, so 12.50 stays 12.50. (The parser has refused numbers beyond a double.) */
+ * parsed double, so 12.50 stays 12.50. (The parser has refused numbers beyond a double.)
+ * Negative zero (-0, -0.0, -1e-400) is negative; a number whose text a double does not
+ * give back (bank_json_number_exact: 1e-400, 0.30000000000000001) is refused, since what
+ * is stored would not be what a reader of it gets. */
 static const char *number(apr_array_header_t *errs, json_object *v, const char *path)
 {
     if (!json_object_is_type(v, json_type_int) && !json_object_is_type(v, json_type_double)) {
@@ -83,8 +91,12 @@ static const char *number(apr_array_header_t *errs, json_object *v, const char *
     if (bank_json_int_saturated(v)) {
         return beyond_64_bits(errs, path);
     }
-    if (json_object_get_double(v) < 0) {
+    if (json_object_get_double(v) < 0 || signbit(json_object_get_double(v))) {
         return fail(errs, path, "min", "The %s field must be at least 0");
+    }
+    if (!bank_json_number_exact(v)) {
+        return fail(errs, path, "roundTrip",
+                    "The %s field must be a number a double holds as written");
     }
     return bank_json_text(errs->pool, v);
 }

@@ -2,6 +2,8 @@
  * json-c would take it. */
 #include <string.h>
 #include "unit.h"
+
+#include <math.h>
 #include "bank_json.h"
 
 static int parses(apr_pool_t *p, const char *text, apr_size_t len)
@@ -49,7 +51,7 @@ static void test_any_value(apr_pool_t *p)
 
     /* top-level numbers end where the text ends (json-c needs to be told) */
     CHECK_STR(TYPE_OF(p, "12"), "int");
-    CHECK_STR(TYPE_OF(p, "-0"), "int");
+    CHECK_STR(TYPE_OF(p, "-0"), "double"); /* json-c says int; its sign is put back */
     CHECK_STR(TYPE_OF(p, "12 \n"), "int");
     CHECK_STR(TYPE_OF(p, "2.5e3"), "double");
     CHECK_STR(TYPE_OF(p, "true"), "boolean");
@@ -97,8 +99,133 @@ static void test_any_value(apr_pool_t *p)
     CHECK(bank_json_parse(p, "1e400", 5, &why) == NULL && why && strstr(why, "number"));
 }
 
+/* The same member name twice in one object, at any depth, after unescaping: refused. */
+static void test_duplicates(apr_pool_t *p)
+{
+    const char *why = NULL;
+
+    CHECK(!bank_json_parse_object(p, "{\"amount\":1,\"amount\":777777}", 28, &why));
+    CHECK(why && strstr(why, "same member name"));
+    CHECK(!OK_JSON(p, "{\"a\":1,\"\\u0061\":2}"));
+    CHECK(!OK_JSON(p, "{\"\\u00e9\":1,\"\xc3\xa9\":2}"));
+    CHECK(!OK_JSON(p, "{\"a\\/b\":1,\"a/b\":2}"));
+    CHECK(!OK_JSON(p, "{\"d\":{\"x\":1,\"y\":2,\"x\":3}}"));
+    CHECK(!OK_JSON(p, "{\"d\":[{\"x\":1},{\"x\":1,\"x\":1}]}"));
+    CHECK(!OK_JSON(p, "{\"d\":[[[{\"k\":{\"z\":null,\"z\":null}}]]]}"));
+    /* the first value holds more members than the second, or fewer, or the same */
+    CHECK(!OK_JSON(p, "{\"a\":{\"x\":1,\"y\":2},\"a\":{}}"));
+    CHECK(!OK_JSON(p, "{\"a\":{},\"a\":{\"x\":1,\"y\":2}}"));
+    CHECK(!OK_JSON(p, "{\"a\":{\"x\":1},\"a\":{\"x\":1}}"));
+    CHECK(!OK_JSON(p, "{\"a\":null,\"a\":null}"));
+    /* names that differ, colons and braces inside strings, equal names in different objects */
+    CHECK(OK_JSON(p, "{\"a\":1,\"A\":2,\"a \":3,\"\\u0062\":4}"));
+    CHECK(OK_JSON(p, "{\"a:b\":\"c:d\",\"e\":\"{\\\"f\\\":1,\\\"f\\\":2}\"}"));
+    CHECK(OK_JSON(p, "{\"x\":{\"a\":1},\"y\":{\"a\":1},\"z\":[{\"a\":1},{\"a\":2}]}"));
+    CHECK(OK_JSON(p, "{\"\\\"\":1,\"\\\\\":2,\"\":3}"));
+}
+
+static int exact(apr_pool_t *p, const char *text)
+{
+    const char *why = NULL;
+    json_object *o = bank_json_parse(p, text, strlen(text), &why);
+    return o && bank_json_number_exact(o);
+}
+
+/* bank_json_number_exact: the text's value is the one its double gives back. */
+static void test_round_trip(apr_pool_t *p)
+{
+    static const char *const yes[] = {"0",
+                                      "1",
+                                      "10.75",
+                                      "10.750",
+                                      "1.075e1",
+                                      "1075E-2",
+                                      "0.1",
+                                      "0.30000000000000004",
+                                      "100",
+                                      "1e2",
+                                      "1E+2",
+                                      "0.0",
+                                      "0e0",
+                                      "0e-400",
+                                      "5e-324",
+                                      "1.7976931348623157e308",
+                                      "9007199254740992",
+                                      "9007199254740993e0" /* see below */,
+                                      "123.456",
+                                      "0.000123",
+                                      "-2.5",
+                                      "0.10000000000000000000000000000000000000000000000000"};
+    static const char *const no[] = {"-0",
+                                     "-0.0",
+                                     "-0e5",
+                                     "-1e-400",
+                                     "1e-400",
+                                     "4.9e-324",
+                                     "0.30000000000000001",
+                                     "9007199254740993",
+                                     "123456789012345678",
+                                     "1.0000000000000001",
+                                     "0.1000000000000000000000000000000000000000000000000001",
+                                     "2.2250738585072011e-308",
+                                     "\"1\"",
+                                     "true",
+                                     "null",
+                                     "[1]"};
+    apr_size_t i;
+    int ok = 1;
+
+    for (i = 0; i < sizeof(yes) / sizeof(yes[0]); i++) {
+        /* 9007199254740993e0 is a double literal: its nearest double prints 9007199254740992 */
+        int want = strcmp(yes[i], "9007199254740993e0") != 0;
+        if (exact(p, yes[i]) != want) {
+            ok = 0;
+            fprintf(stderr, "round trip of %s: %d\n", yes[i], !want);
+        }
+    }
+    for (i = 0; i < sizeof(no) / sizeof(no[0]); i++) {
+        if (exact(p, no[i])) {
+            ok = 0;
+            fprintf(stderr, "round trip of %s accepted\n", no[i]);
+        }
+    }
+    CHECK(ok);
+}
+
+/* json-c reads the integer -0 as 0: the parser puts the sign back, wherever it is. */
+static void test_negative_zero(apr_pool_t *p)
+{
+    const char *why = NULL, *t = "{\"a\":-0,\"b\":[0,-0,{\"c\":-0}],\"d\":-0.0,\"e\":-10,\"f\":0}";
+    json_object *o = bank_json_parse_object(p, t, strlen(t), &why), *v;
+
+    CHECK(o != NULL);
+    if (!o) {
+        return;
+    }
+    v = json_object_object_get(o, "a");
+    CHECK(json_object_is_type(v, json_type_double) && signbit(json_object_get_double(v)));
+    v = json_object_object_get(o, "b");
+    CHECK(json_object_is_type(json_object_array_get_idx(v, 0), json_type_int));
+    CHECK(signbit(json_object_get_double(json_object_array_get_idx(v, 1))));
+    CHECK(signbit(
+        json_object_get_double(json_object_object_get(json_object_array_get_idx(v, 2), "c"))));
+    CHECK(json_object_get_int64(json_object_object_get(o, "e")) == -10);
+    CHECK(!signbit(json_object_get_double(json_object_object_get(o, "f"))));
+    CHECK_STR(bank_json_text(p, o),
+              "{\"a\":-0,\"b\":[0,-0,{\"c\":-0}],\"d\":-0.0,\"e\":-10,\"f\":0}");
+    o = bank_json_parse(p, "-0", 2, &why);
+    CHECK(o && signbit(json_object_get_double(o)));
+    /* "-0" inside a string is text */
+    o = bank_json_parse_object(p, "{\"s\":\"-0\",\"n\":-0}", 17, &why);
+    CHECK(o && json_object_is_type(json_object_object_get(o, "s"), json_type_string) &&
+          signbit(json_object_get_double(json_object_object_get(o, "n"))));
+}
+
 static void run_tests(apr_pool_t *p)
 {
+    test_duplicates(p);
+    test_round_trip(p);
+    test_negative_zero(p);
     test_any_value(p);
     const char *why = NULL;
     json_object *o;

@@ -71,10 +71,26 @@ static void test_secret_in(void)
 }
 
 /* Parses and validates text; returns the notice or NULL, the error fields joined by ','. */
-static bank_notice_t *parse(apr_pool_t *p, const char *text, const char **fields)
+/* The cases below change a field of NOTICE by writing it again in `extra`. The parser refuses
+ * a name written twice (test_duplicate); for these, the text is first rewritten with the last
+ * of each name kept (json-c's own reading), then parsed for real. */
+static const char *last_wins(apr_pool_t *p, const char *text)
 {
     const char *why = NULL;
-    json_object *o = bank_json_parse_object(p, text, strlen(text), &why);
+    json_object *o;
+
+    if (bank_json_parse_object(p, text, strlen(text), &why) || !why ||
+        !strstr(why, "same member name")) {
+        return text;
+    }
+    o = bank_json_own(p, json_tokener_parse(text));
+    return o ? bank_json_text(p, o) : text;
+}
+
+static bank_notice_t *parse(apr_pool_t *p, const char *text, const char **fields)
+{
+    const char *why = NULL, *once = last_wins(p, text);
+    json_object *o = bank_json_parse_object(p, once, strlen(once), &why);
     apr_array_header_t *errs = bank_errors_new(p);
     bank_notice_t *n;
     int i;
@@ -131,13 +147,13 @@ static void test_valid(apr_pool_t *p)
     }
     /* the largest integers json-c holds exactly, just inside its saturation points */
     n = parse(p,
-              NOTICE(PAYMENTS, "0", "18446744073709551614",
+              NOTICE(PAYMENTS, "0", "9007199254740992",
                      ",\"clientRef\":-9223372036854775807,"
                      "\"customerReference\":[18446744073709551614,1e30]"),
               &f);
     CHECK_STR(f, "");
     if (n) {
-        CHECK_STR(n->charges, "18446744073709551614");
+        CHECK_STR(n->charges, "9007199254740992");
         CHECK_STR(n->client_ref, "-9223372036854775807");
         CHECK_STR(n->customer_reference, "[18446744073709551614,1e30]");
     }
@@ -175,6 +191,18 @@ static void test_types(apr_pool_t *p)
         {NOTICE(PAYMENTS, "1", "\"10.5\"", ""), "data.charges:number"},
         {NOTICE(PAYMENTS, "1", "[]", ""), "data.charges:number"},
         {NOTICE(PAYMENTS, "1", "-0.5", ""), "data.charges:min"},
+        /* negative zero in every spelling, and what underflows to it */
+        {NOTICE(PAYMENTS, "1", "-0", ""), "data.charges:min"},
+        {NOTICE(PAYMENTS, "1", "-0.0", ""), "data.charges:min"},
+        {NOTICE(PAYMENTS, "1", "-0e7", ""), "data.charges:min"},
+        {NOTICE(PAYMENTS, "1", "-1e-400", ""), "data.charges:min"},
+        {NOTICE(PAYMENTS, "-0", "1", ""), "data.amount:min"},
+        /* numbers a double does not give back as written */
+        {NOTICE(PAYMENTS, "1", "1e-400", ""), "data.charges:roundTrip"},
+        {NOTICE(PAYMENTS, "1", "0.30000000000000001", ""), "data.charges:roundTrip"},
+        {NOTICE(PAYMENTS, "1", "9007199254740993", ""), "data.charges:roundTrip"},
+        {NOTICE(PAYMENTS, "1", "18446744073709551614", ""), "data.charges:roundTrip"},
+        {NOTICE(PAYMENTS, "1", "10.000000000000000001", ""), "data.charges:roundTrip"},
         {NOTICE(PAYMENTS, "1", "1", ",\"currency\":5"), "data.currency:string"},
         {NOTICE(PAYMENTS, "1", "1", ",\"currency\":\"\""), "data.currency:required"},
         {NOTICE(PAYMENTS, "1", "1", ",\"walletId\":null"), "data.walletId:required"},
@@ -199,6 +227,25 @@ static void test_types(apr_pool_t *p)
         bank_notice_t *n = parse(p, cases[i][0], &f);
         CHECK(n == NULL);
         CHECK_STR(f, cases[i][1]);
+    }
+}
+
+/* A name written twice is refused by the parser, whichever field: nothing to store. */
+static void test_duplicate(apr_pool_t *p)
+{
+    static const char *const texts[] = {
+        NOTICE(PAYMENTS, "1", "1", ",\"amount\":777777"),
+        NOTICE(PAYMENTS, "1", "1", ",\"transactionReference\":\"TRF-2\""),
+        NOTICE(PAYMENTS, "1", "1", ",\"\\u0061mount\":2"),
+        "{\"service\":\"payments\",\"service\":\"payments\",\"type\":\"fund_transfer\","
+        "\"data\":{}}"};
+    const char *why;
+    int i;
+
+    for (i = 0; i < (int)(sizeof(texts) / sizeof(texts[0])); i++) {
+        why = NULL;
+        CHECK(bank_json_parse_object(p, texts[i], strlen(texts[i]), &why) == NULL);
+        CHECK(why && strstr(why, "same member name"));
     }
 }
 
@@ -230,4 +277,5 @@ static void run_tests(apr_pool_t *p)
     test_valid(p);
     test_types(p);
     test_ignored(p);
+    test_duplicate(p);
 }
