@@ -69,6 +69,8 @@ int bank_read_json(request_rec *r, json_object **out, const char **raw, apr_size
  * them (the webhook checks their signature first): media type, size limit and the read; then
  * the parse (400 E_INVALID_JSON). raw is NUL-terminated after raw_len bytes. */
 int bank_read_body(request_rec *r, const char **raw, apr_size_t *raw_len);
+/* The same read (size limit, then to the end) whatever the media type. */
+int bank_read_any_body(request_rec *r, const char **raw, apr_size_t *raw_len);
 int bank_parse_json(request_rec *r, const char *raw, apr_size_t raw_len, json_object **out);
 /* Method gate: OK if r->method_number is in allowed (an AP_METHOD_BIT mask), else writes
  * 405 with Allow and returns its status. */

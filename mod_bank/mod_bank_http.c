@@ -288,16 +288,20 @@ static int read_body(request_rec *r, apr_int64_t limit, apr_int64_t expected, ch
 
 int bank_read_body(request_rec *r, const char **raw, apr_size_t *raw_len)
 {
+    if (!is_json_media_type(apr_table_get(r->headers_in, "Content-Type"))) {
+        return bank_error(r, BANK_E_UNSUPPORTED_MEDIA_TYPE, NULL, NULL);
+    }
+    return bank_read_any_body(r, raw, raw_len);
+}
+
+int bank_read_any_body(request_rec *r, const char **raw, apr_size_t *raw_len)
+{
     apr_int64_t limit = bank_conf_max_body(bank_conf(r));
     apr_off_t httpd_limit = ap_get_limit_req_body(r);
     const char *cl = apr_table_get(r->headers_in, "Content-Length");
     apr_int64_t expected = -1;
     char *buf = NULL;
     int rc;
-
-    if (!is_json_media_type(apr_table_get(r->headers_in, "Content-Type"))) {
-        return bank_error(r, BANK_E_UNSUPPORTED_MEDIA_TYPE, NULL, NULL);
-    }
     /* Content-Length first: refuse before reading a byte, in our shape, whichever of
      * BankMaxBody and httpd's LimitRequestBody is smaller (httpd validated the header). */
     if (cl) {

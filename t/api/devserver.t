@@ -70,6 +70,7 @@ for (1 .. 50) {
     last if $kept =~ /bank_sign_ins_total/;
 }
 like($kept, qr/^bank_sign_ins_total\{outcome="ok"\} 1$/m, 'the count survives a graceful restart');
+Bank::Test::http09_refused("127.0.0.1:$port", 'the dev server');
 
 system("'$top/scripts/devserver' stop >/dev/null 2>&1");
 done_testing();

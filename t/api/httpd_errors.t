@@ -1,7 +1,8 @@
 # Answers httpd gives itself under the bank Locations, in the API's JSON error shape through
 # the ErrorDocument lines of conf/bank.conf (docs/deployment.md): a malformed chunked body
 # (400), a stalled body (408, mod_reqtimeout), a chunked body over LimitRequestBody (413).
-# And TRACE, which would echo the Authorization header, is off.
+# And TRACE, which would echo the Authorization header, is off; HTTP/0.9, which would be
+# answered with a bare body, is refused.
 # Raw sockets: LWP can send neither a broken chunk nor a body that stops half-way.
 use strict;
 use warnings FATAL => 'all';
@@ -10,32 +11,13 @@ use Apache::TestRequest ();
 use HTTP::Response ();
 use IO::Socket::INET ();
 use Time::HiRes qw(time);
-use Bank::Test;
+use Bank::Test qw(:DEFAULT raw);
 use Bank::Webhook;
 
 my $hostport = Apache::TestRequest::hostport();
 Apache::TestRequest::module('bank_slow');
 my $slow_hostport = Apache::TestRequest::hostport();
 Apache::TestRequest::module('default');
-
-# Sends the request text, then (after $pause seconds, if any) $more; returns the answer
-# read until the server closes the connection, as an HTTP::Response.
-sub raw {
-    my ($hp, $text, %o) = @_;
-    my $s = IO::Socket::INET->new(PeerAddr => $hp, Timeout => 10) or die "connect $hp: $!";
-    $s->autoflush(1);
-    print $s $text;
-    if (defined $o{more}) {
-        select undef, undef, undef, $o{pause};
-        print $s $o{more};
-    }
-    local $/;
-    my $got = <$s> // '';
-    close $s;
-    my ($head, $body) = split /\r\n\r\n/, $got, 2;
-    my $res = HTTP::Response->parse(($head // '') =~ s/\r\n/\n/gr . "\n\n" . ($body // ''));
-    return $res;
-}
 
 sub post_head {
     my ($path, @h) = @_;
@@ -106,6 +88,9 @@ for my $bad ("zz\r\n{}\r\n0\r\n\r\n", "5\r\n{}\r\n0\r\n\r\n") {
     my $res = raw($hostport, "GET /_bank/error HTTP/1.1\r\nHost: $hostport\r\nConnection: close\r\n\r\n");
     assert_error($res, 404, 'E_ROUTE_NOT_FOUND', 'error document asked for directly');
 }
+
+# --- HTTP/0.9 is refused (HttpProtocolOptions Require1.0) ----------------------------------
+Bank::Test::http09_refused($hostport, 'test server');
 
 # --- TRACE is off (TraceEnable off), so no header is echoed -------------------------------
 for my $path ('/webhook/partner', '/auth/sign_in') {

@@ -6,7 +6,7 @@ use warnings FATAL => 'all';
 use Apache::Test qw(-withtestmore);
 use Apache::TestRequest qw(GET);
 use MIME::Base64 qw(decode_base64);
-use Bank::Test;
+use Bank::Test qw(:DEFAULT raw);
 use Bank::BvnTest qw(bvn_post);
 use Bank::Servers qw(main_server concurrent);
 
@@ -87,16 +87,22 @@ my $narrow = issue_token($c->{email}, '--abilities', 'banks:read');
 is(sign_out($narrow)->code, 200, 'a token with only banks:read signs out');
 is_401(GET('/misc/payment_banks', Authorization => "Bearer $narrow"), 'and is refused after');
 
-# --- the body is not read: no 400, 413 or 415 -----------------------------------------------------
+# --- a body of any media type is read and ignored: no 415 ------------------------------------------
 for my $case (['a JSON body', body => { all => 1 }],
     ['a body that is no JSON', body => 'not json', extra => { content_type => 'text/plain' }],
-    ['a body over BankMaxBody', body => 'x' x 100_000, extra => { content_type => 'application/octet-stream' }])
+    ['a body at BankMaxBody', body => 'x' x 65_536, extra => { content_type => 'application/octet-stream' }])
 {
     my ($name, %o) = @$case;
     my $t = issue_token($c->{email});
     my $r = sign_out($t, %o);
     is($r->code, 200, "$name: ignored, 200");
     is(token_rows(token_id($t)), 0, "$name: revoked");
+}
+{
+    my $t = issue_token($c->{email});
+    my $r = sign_out($t, body => 'x' x 100_000, extra => { content_type => 'application/octet-stream' });
+    assert_error($r, 413, 'E_PAYLOAD_TOO_LARGE', 'a body over BankMaxBody');
+    is(token_rows(token_id($t)), 1, 'a body over BankMaxBody: nothing revoked');
 }
 
 # --- 401: missing, malformed, unknown, revoked, expired -------------------------------------------
@@ -115,6 +121,49 @@ is_401(sign_out($t2), 'revoked by bankctl');
 my $t3 = issue_token($c2->{email}, '--ttl', 60);
 db_exec("UPDATE auth_access_tokens SET expires_at = '2020-01-01T00:00:00.000Z' WHERE id = " . token_id($t3));
 is_401(sign_out($t3), 'expired token');
+
+# --- a body is read to its end and ignored; one that cannot be read revokes nothing ----------
+{
+    my $hp = Apache::TestRequest::hostport();
+    Apache::TestRequest::module('bank_slow');
+    my $slow_hp = Apache::TestRequest::hostport();
+    Apache::TestRequest::module('default');
+    my $head = sub {
+        my ($host, $tok, @h) = @_;
+        return join "\r\n", "POST $PATH HTTP/1.1", "Host: $host", "Authorization: Bearer $tok", @h, '', '';
+    };
+    my $kept = issue_token($c->{email});
+    my $kid  = token_id($kept);
+    for my $bad ("zz\r\n{}\r\n0\r\n\r\n", "5\r\n{}\r\n0\r\n\r\n") {
+        my $name = 'malformed chunk ' . ($bad =~ /^zz/ ? 'size' : 'data');
+        my $res  = raw($hp, $head->($hp, $kept, 'Content-Type: application/json',
+            'Transfer-Encoding: chunked') . $bad);
+        assert_error($res, 400, 'E_BAD_REQUEST', $name);
+        is($res->header('Connection') // '', 'close', "$name: Connection: close");
+        is(token_rows($kid), 1, "$name: the token is not revoked");
+    }
+    my $res = raw($hp, $head->($hp, $kept, 'Content-Type: application/json',
+        'Content-Length: 70000', 'Connection: close') . '{');
+    assert_error($res, 413, 'E_PAYLOAD_TOO_LARGE', 'body over BankMaxBody');
+    is(token_rows($kid), 1, 'body over BankMaxBody: the token is not revoked');
+    $res = raw($hp, $head->($hp, $kept, 'Transfer-Encoding: chunked', 'Connection: close')
+          . join('', map { sprintf("%x\r\n%s\r\n", 8192, 'x' x 8192) } 1 .. 9) . "0\r\n\r\n");
+    assert_error($res, 413, 'E_PAYLOAD_TOO_LARGE', 'chunked body over BankMaxBody');
+    is(token_rows($kid), 1, 'chunked body over BankMaxBody: the token is not revoked');
+    $res = raw($slow_hp, $head->($slow_hp, $kept, 'Content-Type: application/json',
+        'Content-Length: 20') . '{"a":');
+    assert_error($res, 408, 'E_REQUEST_TIMEOUT', 'stalled body');
+    is($res->header('Connection') // '', 'close', 'stalled body: Connection: close');
+    is(token_rows($kid), 1, 'stalled body: the token is not revoked');
+    is(GET('/misc/payment_banks', Authorization => "Bearer $kept")->code, 200,
+        'after the failed sign-outs the token still works');
+    # a body that arrives whole is ignored, whatever it is
+    $res = raw($hp, $head->($hp, $kept, 'Content-Type: text/plain', 'Content-Length: 9',
+        'Connection: close') . 'not json!');
+    is($res->code, 200, 'a body that is not JSON: 200');
+    is($res->content, '{"body":{"revoked":true}}', 'a body that is not JSON: revoked');
+    is(token_rows($kid), 0, 'a body that is not JSON: the row is deleted');
+}
 
 # --- 405, 404, 503 -------------------------------------------------------------------------------------
 my $live = issue_token($c->{email});

@@ -137,6 +137,7 @@ is($res->code, 200, 'POST /auth/sign_in: 200 from the packaged module') or diag(
 my $token = (decode_body($res) || {})->{body}{token}{token} // '';
 my $banks = $ua->get("$base/misc/payment_banks", Authorization => "Bearer $token");
 is($banks->code, 200, 'GET /misc/payment_banks with the token');
+Bank::Test::http09_refused("127.0.0.1:$port", 'the example site');
 ok(@{ (decode_body($banks) || {})->{body}{banks} || [] } >= 30, 'the seeded banks');
 system($httpd, '-f', "$root/httpd.conf", '-k', 'stop');
 for (1 .. 100) {

@@ -9,11 +9,12 @@ use Apache::Test qw(-withtestmore);
 use Apache::TestRequest ();
 use Time::Local qw(timegm_modern);
 use IO::Socket::INET ();
+use HTTP::Response ();
 use Bank::OpenAPI ();    # every answer checked against docs/openapi.yaml
 
 our @EXPORT = qw(json_request decode_body assert_error bankctl new_customer issue_token
   db_exec db_value db_bool db_time unique uuid4 error_log_since error_log_mark);
-our @EXPORT_OK = qw(slurp spew free_port);
+our @EXPORT_OK = qw(slurp spew free_port http09_refused raw);
 
 # A whole file, and a file written whole.
 sub slurp {
@@ -37,6 +38,43 @@ sub free_port {
     my $port = $s->sockport;
     close $s;
     return $port;
+}
+
+# Over a raw socket (LWP can send neither a broken chunk nor a body that stops half-way):
+# sends the request text, then (after $pause seconds, if any) $more; returns the answer
+# read until the server closes the connection, as an HTTP::Response.
+sub raw {
+    my ($hp, $text, %o) = @_;
+    my $s = IO::Socket::INET->new(PeerAddr => $hp, Timeout => 10) or die "connect $hp: $!";
+    $s->autoflush(1);
+    print $s $text;
+    if (defined $o{more}) {
+        select undef, undef, undef, $o{pause};
+        print $s $o{more};
+    }
+    local $/;
+    my $got = <$s> // '';
+    close $s;
+    my ($head, $body) = split /\r\n\r\n/, $got, 2;
+    my $res = HTTP::Response->parse(($head // '') =~ s/\r\n/\n/gr . "\n\n" . ($body // ''));
+    return $res;
+}
+
+# An HTTP/0.9 request (a request line without a version) sent to host:port over a raw
+# socket: tests that httpd refused it (HttpProtocolOptions Require1.0) with a status line,
+# headers and no bank list, rather than answering the bare body HTTP/0.9 gets. $name labels.
+sub http09_refused {
+    my ($hostport, $name) = @_;
+    my $s = IO::Socket::INET->new(PeerAddr => $hostport, Timeout => 10) or die "connect $hostport: $!";
+    $s->autoflush(1);
+    print $s "GET /misc/payment_banks\r\n\r\n";
+    local $/;
+    my $got = <$s> // '';
+    close $s;
+    like($got, qr{\AHTTP/1\.[01] 400 }, "$name: HTTP/0.9 answered 400 with a status line")
+      or diag($got);
+    like($got, qr{\r\n\r\n}, "$name: with headers");
+    unlike($got, qr{"banks"|"body"}, "$name: no API answer");
 }
 
 my $json = JSON::PP->new->canonical;
