@@ -17,8 +17,29 @@
 int bank_password_verify(apr_pool_t *p, const char *plain, const char *stored);
 /* A new scrypt PHC string, or NULL if randomness or scrypt failed. */
 char *bank_password_hash(apr_pool_t *p, const char *plain);
-/* A valid hash of a random password with the default cost: verified against when the e-mail
- * is unknown, so that both failures cost the same time. */
+/* A valid hash of a random password with the default cost (scrypt): the dummy until the
+ * stored hashes are sampled. */
 const char *bank_password_dummy(void);
+
+/* The hash an unknown e-mail is verified against, so that its answer costs what a wrong
+ * password costs: a hash of the same algorithm and parameters as most stored hashes
+ * (docs/security.md). Sampled from the database by the sign-in flow (bank_sign_in.c) every
+ * BANK_PW_DUMMY_REFRESH seconds in each process. */
+#define BANK_PW_DUMMY_REFRESH 300
+#define BANK_PW_DUMMY_SAMPLE 256
+/* A hash of stored's algorithm, parameters and salt and key lengths, with a random salt and
+ * key (so it matches no password), and in *cost its algorithm and parameters
+ * ("$scrypt$n=16384,r=8,p=1", "$2b$10", "$argon2id$v=19$m=65536,t=3,p=4"); NULL if stored is
+ * not a hash this file verifies within its bounds. */
+char *bank_password_dummy_like(apr_pool_t *p, const char *stored, const char **cost);
+/* bank_password_dummy_like of the most common cost among stored[0..n) (of equally common
+ * ones, the first seen), or NULL if none is readable. */
+const char *bank_password_dummy_of(apr_pool_t *p, const char *const *stored, int n);
+/* Makes hash the process's dummy (0; -1 if it is too long to hold, and the old one stays);
+ * reset: back to bank_password_dummy(). */
+int bank_password_set_dummy(const char *hash);
+void bank_password_reset_dummy(void);
+/* The process's dummy now, copied into p. */
+const char *bank_password_dummy_copy(apr_pool_t *p);
 
 #endif

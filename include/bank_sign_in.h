@@ -76,5 +76,7 @@ typedef struct {
 } bank_sign_in_result_t;
 
 bank_db_rc bank_sign_in(bank_db_t *db, const bank_sign_in_t *in, bank_sign_in_result_t *out);
+/* The next sign-in samples the stored hashes again; the dummy is the default until then. */
+void bank_sign_in_forget_dummy(void);
 
 #endif

@@ -79,6 +79,10 @@ typedef struct {
 
 /* E-mail compared with ASCII letters folded, and nothing else (whatever the locale). */
 bank_db_rc bank_store_customer_by_email(bank_db_t *db, const char *email, bank_customer_t *out);
+/* Up to limit stored password hashes, of the customers whose id is `from` (a UUID) or after
+ * it in the id order (with random ids, a random sample); from NULL: from the start. */
+bank_db_rc bank_store_password_sample(bank_db_t *db, const char *from, int limit,
+                                      const char *const **hashes, int *n);
 /* id, email, password, names, phone, email_verified, created_at and updated_at of c. */
 bank_db_rc bank_store_customer_insert(bank_db_t *db, const bank_customer_t *c);
 /* Stores BVN and referral code on a customer not yet verified; *changed 0 when a concurrent

@@ -3,6 +3,7 @@
 #include <string.h>
 
 #include <apr_strings.h>
+#include <apr_hash.h>
 #include <apr_lib.h>
 
 #include <sys/mman.h>
@@ -191,16 +192,26 @@ static int scrypt_derive(apr_pool_t *p, const char *plain, const scrypt_params *
                        sp->keylen);
 }
 
-static int verify_scrypt(apr_pool_t *p, const char *plain, const char *rest)
+/* "n=16384,r=8,p=1$<salt>$<hash>" after "$scrypt$", within the bounds: 0, else -1. */
+static int scrypt_parse(apr_pool_t *p, const char *rest, scrypt_params *sp)
 {
     char *f[3];
+
+    memset(sp, 0, sizeof(*sp));
+    if (split_fields(p, rest, f, 3) != 0 || scrypt_parse_params(f[0], sp) != 0 ||
+        bank_b64std_decode(p, f[1], &sp->salt, &sp->saltlen) != 0 ||
+        bank_b64std_decode(p, f[2], &sp->key, &sp->keylen) != 0 || !scrypt_params_ok(sp)) {
+        return -1;
+    }
+    return 0;
+}
+
+static int verify_scrypt(apr_pool_t *p, const char *plain, const char *rest)
+{
     scrypt_params sp;
     unsigned char *got;
 
-    memset(&sp, 0, sizeof(sp));
-    if (split_fields(p, rest, f, 3) != 0 || scrypt_parse_params(f[0], &sp) != 0 ||
-        bank_b64std_decode(p, f[1], &sp.salt, &sp.saltlen) != 0 ||
-        bank_b64std_decode(p, f[2], &sp.key, &sp.keylen) != 0 || !scrypt_params_ok(&sp)) {
+    if (scrypt_parse(p, rest, &sp) != 0) {
         return BANK_PW_MALFORMED;
     }
     got = apr_palloc(p, sp.keylen);
@@ -258,32 +269,36 @@ static char *bcrypt_b64(apr_pool_t *p, const unsigned char *in, apr_size_t len)
 
 /* AdonisJS' PHC form: $bcrypt$[v=97|98$]r=NN$<salt>$<hash>, no v meaning 97 ('a').
  * Rewritten as the modular-crypt string it stands for, then verified as one. */
-static int verify_bcrypt_phc(apr_pool_t *p, const char *plain, const char *rest)
+static const char *bcrypt_phc_to_mcf(apr_pool_t *p, const char *rest)
 {
     char *f[4];
     unsigned long version = 'a', cost;
     unsigned char *salt, *hash;
     apr_size_t saltlen, hashlen;
-    const char *mcf;
 
     /* f[0] is the optional version; f[1..3] are cost, salt and hash. */
     if (split_fields(p, rest, f, 4) == 0) {
         if (strncmp(f[0], "v=", 2) != 0 || parse_uint(f[0] + 2, strlen(f[0] + 2), &version) ||
             (version != 'a' && version != 'b')) {
-            return BANK_PW_MALFORMED;
+            return NULL;
         }
     } else if (split_fields(p, rest, f + 1, 3) != 0) {
-        return BANK_PW_MALFORMED;
+        return NULL;
     }
     if (strncmp(f[1], "r=", 2) != 0 || parse_uint(f[1] + 2, strlen(f[1] + 2), &cost) ||
         cost < BCRYPT_MIN_COST || cost > BCRYPT_MAX_COST ||
         bank_b64std_decode(p, f[2], &salt, &saltlen) || saltlen != BCRYPT_SALT_LEN ||
         bank_b64std_decode(p, f[3], &hash, &hashlen) || hashlen != BCRYPT_HASH_LEN) {
-        return BANK_PW_MALFORMED;
+        return NULL;
     }
-    mcf = apr_psprintf(p, "$2%c$%02lu$%s%s", (char)version, cost, bcrypt_b64(p, salt, saltlen),
-                       bcrypt_b64(p, hash, hashlen));
-    return verify_bcrypt_mcf(p, plain, mcf);
+    return apr_psprintf(p, "$2%c$%02lu$%s%s", (char)version, cost, bcrypt_b64(p, salt, saltlen),
+                        bcrypt_b64(p, hash, hashlen));
+}
+
+static int verify_bcrypt_phc(apr_pool_t *p, const char *plain, const char *rest)
+{
+    const char *mcf = bcrypt_phc_to_mcf(p, rest);
+    return mcf ? verify_bcrypt_mcf(p, plain, mcf) : BANK_PW_MALFORMED;
 }
 
 typedef struct {
@@ -430,6 +445,103 @@ char *bank_password_hash(apr_pool_t *p, const char *plain)
     return apr_psprintf(p, "$scrypt$n=%d,r=%d,p=%d$%s$%s", SCRYPT_N, SCRYPT_R, SCRYPT_P,
                         bank_b64std_encode(p, salt, sizeof(salt)),
                         bank_b64std_encode(p, key, sizeof(key)));
+}
+
+/* base64 (standard, unpadded) of n random bytes, or NULL. */
+static const char *random_b64(apr_pool_t *p, apr_size_t n)
+{
+    unsigned char *b = apr_palloc(p, n);
+    return bank_random_bytes(b, n) == 0 ? bank_b64std_encode(p, b, n) : NULL;
+}
+
+char *bank_password_dummy_like(apr_pool_t *p, const char *stored, const char **cost)
+{
+    scrypt_params sp;
+    argon2_params ap;
+    const char *mcf, *salt, *key;
+    unsigned char raw[BCRYPT_SALT_LEN + BCRYPT_HASH_LEN];
+
+    if (!stored) {
+        return NULL;
+    }
+    if (!strncmp(stored, "$scrypt$", 8) && scrypt_parse(p, stored + 8, &sp) == 0) {
+        *cost = apr_psprintf(p, "$scrypt$n=%lu,r=%lu,p=%lu", sp.n, sp.r, sp.p);
+        salt = random_b64(p, sp.saltlen), key = random_b64(p, sp.keylen);
+        return salt && key ? apr_pstrcat(p, *cost, "$", salt, "$", key, (char *)NULL) : NULL;
+    }
+    if (!strncmp(stored, "$argon2", 7) && argon2_parse(p, stored + 7, &ap) == 0) {
+        *cost = apr_psprintf(p, "$argon2%s$v=%lu$m=%lu,t=%lu,p=%lu",
+                             ap.type == Argon2_id  ? "id"
+                             : ap.type == Argon2_i ? "i"
+                                                   : "d",
+                             ap.version, ap.m, ap.t, ap.p);
+        salt = random_b64(p, ap.saltlen), key = random_b64(p, ap.keylen);
+        return salt && key ? apr_pstrcat(p, *cost, "$", salt, "$", key, (char *)NULL) : NULL;
+    }
+    /* bcrypt in either form: one cost, written as modular crypt */
+    mcf = !strncmp(stored, "$bcrypt$", 8) ? bcrypt_phc_to_mcf(p, stored + 8) : stored;
+    if (mcf && bcrypt_mcf_ok(mcf) && bank_random_bytes(raw, sizeof(raw)) == 0) {
+        *cost = apr_psprintf(p, "$2b$%.2s", mcf + 4);
+        return apr_pstrcat(p, *cost, "$", bcrypt_b64(p, raw, BCRYPT_SALT_LEN),
+                           bcrypt_b64(p, raw + BCRYPT_SALT_LEN, BCRYPT_HASH_LEN), (char *)NULL);
+    }
+    return NULL;
+}
+
+const char *bank_password_dummy_of(apr_pool_t *p, const char *const *stored, int n)
+{
+    const char **costs = apr_pcalloc(p, sizeof(*costs) * (apr_size_t)(n > 0 ? n : 1));
+    const char **dummies = apr_pcalloc(p, sizeof(*dummies) * (apr_size_t)(n > 0 ? n : 1));
+    apr_hash_t *count = apr_hash_make(p);
+    int i, best = -1, best_n = 0;
+
+    for (i = 0; i < n; i++) {
+        int *c;
+        if (!(dummies[i] = bank_password_dummy_like(p, stored[i], &costs[i]))) {
+            continue; /* unreadable or past the bounds: verified as such, at the dummy's cost */
+        }
+        if (!(c = apr_hash_get(count, costs[i], APR_HASH_KEY_STRING))) {
+            c = apr_pcalloc(p, sizeof(*c));
+            apr_hash_set(count, costs[i], APR_HASH_KEY_STRING, c);
+        }
+        /* the most common cost; of equally common ones, the first seen */
+        if (++*c > best_n) {
+            best_n = *c, best = i;
+        }
+    }
+    return best >= 0 ? dummies[best] : NULL;
+}
+
+/* The dummy in use: published whole by one atomic store into one of two buffers, the one not
+ * in use, so a reader (bank_password_dummy_copy) never sees half of one. A buffer is written
+ * again only two refreshes later, minutes after readers copied it. */
+#define DUMMY_MAX 512
+static char dummy_buf[2][DUMMY_MAX];
+static const char *dummy_now = dummy_hash;
+static int dummy_next;
+
+int bank_password_set_dummy(const char *hash)
+{
+    char *b;
+
+    if (!hash || strlen(hash) >= DUMMY_MAX) {
+        return -1;
+    }
+    b = dummy_buf[dummy_next];
+    dummy_next ^= 1;
+    memcpy(b, hash, strlen(hash) + 1);
+    __atomic_store_n(&dummy_now, b, __ATOMIC_RELEASE);
+    return 0;
+}
+
+void bank_password_reset_dummy(void)
+{
+    __atomic_store_n(&dummy_now, dummy_hash, __ATOMIC_RELEASE);
+}
+
+const char *bank_password_dummy_copy(apr_pool_t *p)
+{
+    return apr_pstrdup(p, __atomic_load_n(&dummy_now, __ATOMIC_ACQUIRE));
 }
 
 const char *bank_password_dummy(void)

@@ -7,6 +7,7 @@
 #include "bank_sign_in.h"
 #include "bank_time.h"
 #include "bank_token.h"
+#include "bank_uuid.h"
 
 typedef struct {
     bank_db_t *db;
@@ -45,11 +46,52 @@ typedef struct {
 static void verify(void *arg)
 {
     verify_job *j = arg;
+    const char *dummy = bank_password_dummy_copy(j->pool);
 
-    j->rc = bank_password_verify(j->pool, j->plain, j->stored ? j->stored : bank_password_dummy());
+    j->rc = bank_password_verify(j->pool, j->plain, j->stored ? j->stored : dummy);
     if (j->stored && j->rc == BANK_PW_MALFORMED) {
-        bank_password_verify(j->pool, j->plain, bank_password_dummy());
+        bank_password_verify(j->pool, j->plain, dummy);
     }
+}
+
+/* When this process last sampled the stored hashes (0: never), and whether a sign-in is
+ * sampling now: one at a time, the others go on with the dummy they have. */
+static apr_time_t dummy_sampled;
+static int dummy_sampling;
+
+/* The dummy follows the stored hashes (bank_password.h): every BANK_PW_DUMMY_REFRESH seconds
+ * one sign-in of the process reads a random sample of them and makes a hash of their most
+ * common algorithm and parameters the dummy. Whichever sign-in it is, known e-mail or not: the
+ * moment of a refresh tells nothing about the e-mail. A failed read keeps the dummy there is. */
+static void sample_dummy(flow_t *f)
+{
+    apr_time_t last = __atomic_load_n(&dummy_sampled, __ATOMIC_ACQUIRE);
+    const char *const *hashes;
+    const char *dummy;
+    int n;
+
+    if ((last && f->in->now - last < apr_time_from_sec(BANK_PW_DUMMY_REFRESH) &&
+         f->in->now >= last) ||
+        __atomic_exchange_n(&dummy_sampling, 1, __ATOMIC_ACQ_REL)) {
+        return;
+    }
+    if (bank_store_password_sample(f->db, bank_uuid4(f->pool), BANK_PW_DUMMY_SAMPLE, &hashes, &n) ==
+            BANK_DB_OK &&
+        n < BANK_PW_DUMMY_SAMPLE / 4 &&
+        bank_store_password_sample(f->db, NULL, BANK_PW_DUMMY_SAMPLE, &hashes, &n) != BANK_DB_OK) {
+        n = 0; /* near the end of the id order: from the start instead */
+    }
+    if (n > 0 && (dummy = bank_password_dummy_of(f->pool, hashes, n)) != NULL) {
+        bank_password_set_dummy(dummy);
+    }
+    __atomic_store_n(&dummy_sampled, f->in->now, __ATOMIC_RELEASE);
+    __atomic_store_n(&dummy_sampling, 0, __ATOMIC_RELEASE);
+}
+
+void bank_sign_in_forget_dummy(void)
+{
+    __atomic_store_n(&dummy_sampled, 0, __ATOMIC_RELEASE);
+    bank_password_reset_dummy();
 }
 
 /* 1 if the password matches, 0 if not, -1 if the runner had no room for it. */
@@ -183,6 +225,7 @@ bank_db_rc bank_sign_in(bank_db_t *db, const bank_sign_in_t *in, bank_sign_in_re
         out->address.over) {
         return rc != BANK_DB_OK ? rc : over(&f, BANK_SIGN_IN_ADDRESS, &f.address, &out->address);
     }
+    sample_dummy(&f);
     out->failed_at = "customer lookup";
     rc = bank_store_customer_by_email(db, in->email, &out->customer);
     if (rc != BANK_DB_OK && rc != BANK_DB_NOT_FOUND) {

@@ -31,6 +31,14 @@ const bank_stmt_t bank_store_customer_sql[] = {
      " LEFT JOIN throttle_counts t ON t.scope = %s AND t.subject = %s AND t.window_start > %pDz"
      " LEFT JOIN bvn_records r ON r.bvn = %s"
      " WHERE c.id = {uuid}"},
+    /* Stored password hashes from a random point of the id order on: ids are random UUIDs, so
+     * this is a random sample, read through the primary key's index (bank_sign_in.c). */
+    {"bank_password_sample",
+     "SELECT password FROM customers WHERE id >= {uuid} AND password IS NOT NULL"
+     " ORDER BY id LIMIT %d"},
+    /* The same from the start of the id order (the random point fell near its end). */
+    {"bank_password_sample_first",
+     "SELECT password FROM customers WHERE password IS NOT NULL ORDER BY id LIMIT %d"},
     {"bank_customer_insert",
      "INSERT INTO customers (id, email, password, first_name, last_name, phone,"
      " email_verified, created_at, updated_at)"
@@ -127,6 +135,37 @@ bank_db_rc bank_store_customer_by_email(bank_db_t *db, const char *email, bank_c
     const char *args[] = {bank_ascii_lower(bank_db_pool(db), email)};
     return bank_db_row(db, "bank_customer_by_email", BANK_NARGS(args), args, customer_cols, out,
                        sizeof(*out));
+}
+
+typedef struct {
+    const char *password;
+} password_row_t;
+static const bank_col_t password_cols[] = {BANK_COL(TEXT, password_row_t, password), BANK_COL_LAST};
+
+bank_db_rc bank_store_password_sample(bank_db_t *db, const char *from, int limit,
+                                      const char *const **hashes, int *n)
+{
+    const char *args[] = {from, apr_itoa(bank_db_pool(db), limit)};
+    apr_array_header_t *rows;
+    const char **out;
+    bank_db_rc rc = from ? bank_db_rows(db, "bank_password_sample", 2, args, password_cols,
+                                        sizeof(password_row_t), &rows)
+                         : bank_db_rows(db, "bank_password_sample_first", 1, args + 1,
+                                        password_cols, sizeof(password_row_t), &rows);
+    int i;
+
+    *n = 0;
+    *hashes = NULL;
+    if (rc != BANK_DB_OK) {
+        return rc;
+    }
+    out = apr_pcalloc(bank_db_pool(db), sizeof(*out) * (apr_size_t)(rows->nelts + 1));
+    for (i = 0; i < rows->nelts; i++) {
+        out[i] = APR_ARRAY_IDX(rows, i, password_row_t).password;
+    }
+    *hashes = out;
+    *n = rows->nelts;
+    return BANK_DB_OK;
 }
 
 bank_db_rc bank_store_onboard_read(bank_db_t *db, const char *customer_id, const char *bvn,

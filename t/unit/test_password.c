@@ -424,8 +424,74 @@ static void test_argon2_malformed(apr_pool_t *p)
     CHECK(argon2_with(p, "$argon2i$v=19$", "m=8,t=16,p=1") == BANK_PW_MISMATCH);
 }
 
+/* A dummy costs what the hash it follows costs: same algorithm, parameters, salt and key
+ * lengths; a random salt and key, so it matches nothing. */
+static void test_dummy_like(apr_pool_t *p)
+{
+    static const char *const cases[][2] = {
+        {ADONIS_SCRYPT, "$scrypt$n=16384,r=8,p=1"},
+        {PY_SCRYPT_REORDERED, "$scrypt$n=1024,r=4,p=2"},
+        {ADONIS_BCRYPT, "$2b$10"},
+        {ADONIS_BCRYPT_MCF, "$2b$10"},
+        {HTPASSWD_2Y, "$2b$05"},
+        {ARGON2ID_ADONIS, "$argon2id$v=19$m=65536,t=3,p=4"},
+        {ARGON2I_V16, "$argon2i$v=16$m=256,t=4,p=1"},
+        {ARGON2D_EMPTY, "$argon2d$v=19$m=64,t=1,p=8"},
+    };
+    const char *cost, *d1, *d2, *stored[6];
+    apr_size_t i;
+
+    for (i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+        cost = NULL;
+        d1 = bank_password_dummy_like(p, cases[i][0], &cost);
+        d2 = bank_password_dummy_like(p, cases[i][0], &cost);
+        CHECK(d1 && d2 && strcmp(d1, d2) != 0);
+        CHECK_STR(cost, cases[i][1]);
+        if (!d1) {
+            continue;
+        }
+        CHECK(strncmp(d1, cases[i][1], strlen(cases[i][1])) == 0);
+        /* salt and key as long as the original's: the same length, but for the bcrypt PHC
+         * form (written as modular crypt, 60) and argon2 without v= (written with v=16) */
+        CHECK(strlen(d1) == (!strncmp(cases[i][0], "$bcrypt$", 8) ? 60
+                             : !strcmp(cases[i][0], ARGON2I_V16)  ? strlen(cases[i][0]) + 5
+                                                                  : strlen(cases[i][0])));
+        CHECK(verify(p, "password", d1) == BANK_PW_MISMATCH);
+        CHECK(verify(p, "secret-Pa55", d1) == BANK_PW_MISMATCH);
+    }
+    /* nothing to follow in hashes that are not read, or past the bounds */
+    CHECK(bank_password_dummy_like(
+              p, "$2y$32$Wa5ia47.YWi0tsMukHW1buIptLLsFSNwXsdIiP/d.JUE6hcxcUsC6", &cost) == NULL);
+    CHECK(bank_password_dummy_like(p, "{SHA}W6ph5Mm5Pz8GgiULbPgzG37mj9g=", &cost) == NULL);
+    CHECK(bank_password_dummy_like(p, NULL, &cost) == NULL);
+
+    /* the most common cost wins, the two bcrypt forms counting as one; the unreadable none */
+    stored[0] = ADONIS_SCRYPT;
+    stored[1] = ADONIS_BCRYPT;
+    stored[2] = "garbage";
+    stored[3] = ADONIS_BCRYPT_MCF;
+    stored[4] = NULL;
+    stored[5] = ARGON2ID_NODE;
+    d1 = bank_password_dummy_of(p, stored, 6);
+    CHECK(d1 && strncmp(d1, "$2b$10$", 7) == 0);
+    stored[1] = ARGON2ID_NODE;
+    d1 = bank_password_dummy_of(p, stored, 6);
+    CHECK(d1 && strncmp(d1, "$argon2id$v=19$m=128,t=1,p=1$", 29) == 0);
+    CHECK(bank_password_dummy_of(p, stored + 2, 1) == NULL);
+    CHECK(bank_password_dummy_of(p, stored, 0) == NULL);
+
+    /* the process's dummy: set, copied, reset; one too long to hold is refused */
+    CHECK(bank_password_set_dummy(d1) == 0);
+    CHECK_STR(bank_password_dummy_copy(p), d1);
+    CHECK(bank_password_set_dummy(apr_psprintf(p, "%0600d", 1)) == -1);
+    CHECK_STR(bank_password_dummy_copy(p), d1);
+    bank_password_reset_dummy();
+    CHECK_STR(bank_password_dummy_copy(p), bank_password_dummy());
+}
+
 static void run_tests(apr_pool_t *p)
 {
+    test_dummy_like(p);
     test_cost_caps(p);
     test_scrypt(p);
     test_scrypt_malformed(p);

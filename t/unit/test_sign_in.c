@@ -5,6 +5,7 @@
 #include "db_fixture.h"
 #include "bank_sign_in.h"
 #include "bank_token.h"
+#include "bank_password.h"
 
 /* Two failures per (e-mail, IP) and four per IP in a minute. */
 static bank_sign_in_t request(const char *email, const char *password, const char *ip)
@@ -259,6 +260,60 @@ static void test_connection_lent(bank_db_t *db)
     CHECK(out.verdict == BANK_SIGN_IN_REFUSED && out.failures == 2);
 }
 
+/* n customers whose stored hash is `hash` (as an import from another service leaves them). */
+static void customers_with(bank_db_t *db, const char *hash, int n)
+{
+    apr_pool_t *p = bank_db_pool(db);
+    bank_customer_t c;
+    int i;
+
+    for (i = 0; i < n; i++) {
+        fixture_customer(db, "Imp", "Orted", NULL, &c);
+        CHECK(bank_db_query(db,
+                            apr_psprintf(p, "UPDATE customers SET password = '%s' WHERE id = '%s'",
+                                         hash, c.id)) == 0);
+    }
+}
+
+/* A sign-in of an unknown e-mail at `now`; the dummy it leaves. */
+static const char *dummy_after(bank_db_t *db, apr_time_t now)
+{
+    bank_sign_in_t in = request("nobody-here@example.com", "guess", "192.0.2.90");
+    bank_sign_in_result_t out;
+
+    in.now = now;
+    in.addr_attempts = 1000;
+    CHECK(bank_sign_in(db, &in, &out) == BANK_DB_OK);
+    CHECK(out.verdict == BANK_SIGN_IN_REFUSED || out.verdict == BANK_SIGN_IN_OVER);
+    return bank_password_dummy_copy(bank_db_pool(db));
+}
+
+/* The hash an unknown e-mail is verified against follows the stored hashes' most common
+ * algorithm and parameters, sampled again after BANK_PW_DUMMY_REFRESH seconds. */
+static void test_dummy_follows(bank_db_t *db)
+{
+    apr_time_t t0 = apr_time_now(), later = t0 + apr_time_from_sec(BANK_PW_DUMMY_REFRESH + 1);
+    const char *d;
+
+    bank_sign_in_forget_dummy();
+    CHECK_STR(bank_password_dummy_copy(bank_db_pool(db)), bank_password_dummy());
+    /* bcrypt cost 5 (the MCF form) the most common */
+    customers_with(db, "$2y$05$Wa5ia47.YWi0tsMukHW1buIptLLsFSNwXsdIiP/d.JUE6hcxcUsC6", 120);
+    d = dummy_after(db, t0);
+    CHECK(strncmp(d, "$2b$05$", 7) == 0 && strlen(d) == 60);
+    CHECK(bank_password_verify(bank_db_pool(db), "password", d) == BANK_PW_MISMATCH);
+    /* argon2 now the most common: within the refresh time the dummy stays, after it follows */
+    customers_with(db,
+                   "$argon2id$v=19$m=128,p=1,t=1$Nm/QC06YltQPCQ6P8MC2jw$sXlqo8flE61uzpx4hPhJzYm8"
+                   "nzVvXd9r5n1Fvw4M1po",
+                   300);
+    CHECK(strncmp(dummy_after(db, t0 + apr_time_from_sec(10)), "$2b$05$", 7) == 0);
+    d = dummy_after(db, later);
+    CHECK(strncmp(d, "$argon2id$v=19$m=128,t=1,p=1$", 29) == 0);
+    CHECK(bank_password_verify(bank_db_pool(db), "password", d) == BANK_PW_MISMATCH);
+    bank_sign_in_forget_dummy();
+}
+
 static void all(bank_db_t *db)
 {
     test_runner(db);
@@ -268,6 +323,7 @@ static void all(bank_db_t *db)
     test_unknown_and_malformed(db);
     test_prune(db);
     test_address(db);
+    test_dummy_follows(db);
 }
 
 static void run_tests(apr_pool_t *p)
