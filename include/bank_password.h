@@ -33,8 +33,9 @@ const char *bank_password_dummy(void);
  * not a hash this file verifies within its bounds. */
 char *bank_password_dummy_like(apr_pool_t *p, const char *stored, const char **cost);
 /* bank_password_dummy_like of the most common cost among stored[0..n) (of equally common
- * ones, the first seen), or NULL if none is readable. */
-const char *bank_password_dummy_of(apr_pool_t *p, const char *const *stored, int n);
+ * ones, the first seen), that cost in *cost; or NULL if none is readable. */
+const char *bank_password_dummy_of(apr_pool_t *p, const char *const *stored, int n,
+                                   const char **cost);
 /* Makes hash the process's dummy (0; -1 if it is too long to hold, and the old one stays);
  * reset: back to bank_password_dummy(). */
 int bank_password_set_dummy(const char *hash);

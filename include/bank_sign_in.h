@@ -71,12 +71,18 @@ typedef struct {
     const char *token;        /* OK: the plaintext token, its id and expiry */
     const char *token_id;
     const char *expires;
-    const char *failed_at; /* on a failure: what was being done, for the log */
-    bank_db_t *db;         /* the connection used last (NULL: none could be taken again) */
+    const char *failed_at;  /* on a failure: what was being done, for the log */
+    bank_db_t *db;          /* the connection used last (NULL: none could be taken again) */
+    const char *dummy_cost; /* this sign-in sampled the stored hashes and the dummy's cost
+                               changed to this ("$2b$10"); NULL otherwise */
+    int dummy_sampled;      /* how many hashes it sampled */
 } bank_sign_in_result_t;
 
 bank_db_rc bank_sign_in(bank_db_t *db, const bank_sign_in_t *in, bank_sign_in_result_t *out);
 /* The next sign-in samples the stored hashes again; the dummy is the default until then. */
 void bank_sign_in_forget_dummy(void);
+/* BankPasswordDummyRefresh: seconds between two samples in a process (default
+ * BANK_PW_DUMMY_REFRESH), until pconf goes. */
+void bank_sign_in_set_dummy_refresh(apr_pool_t *pconf, int seconds);
 
 #endif

@@ -488,7 +488,8 @@ char *bank_password_dummy_like(apr_pool_t *p, const char *stored, const char **c
     return NULL;
 }
 
-const char *bank_password_dummy_of(apr_pool_t *p, const char *const *stored, int n)
+const char *bank_password_dummy_of(apr_pool_t *p, const char *const *stored, int n,
+                                   const char **cost)
 {
     const char **costs = apr_pcalloc(p, sizeof(*costs) * (apr_size_t)(n > 0 ? n : 1));
     const char **dummies = apr_pcalloc(p, sizeof(*dummies) * (apr_size_t)(n > 0 ? n : 1));
@@ -509,6 +510,7 @@ const char *bank_password_dummy_of(apr_pool_t *p, const char *const *stored, int
             best_n = *c, best = i;
         }
     }
+    *cost = best >= 0 ? costs[best] : NULL;
     return best >= 0 ? dummies[best] : NULL;
 }
 

@@ -58,6 +58,21 @@ static void verify(void *arg)
  * sampling now: one at a time, the others go on with the dummy they have. */
 static apr_time_t dummy_sampled;
 static int dummy_sampling;
+static int dummy_refresh = BANK_PW_DUMMY_REFRESH;
+
+static apr_status_t default_dummy_refresh(void *unused)
+{
+    (void)unused;
+    dummy_refresh = BANK_PW_DUMMY_REFRESH;
+    return APR_SUCCESS;
+}
+
+void bank_sign_in_set_dummy_refresh(apr_pool_t *pconf, int seconds)
+{
+    dummy_refresh = seconds;
+    /* the configuration is read again on every restart, and may no longer set it */
+    apr_pool_cleanup_register(pconf, NULL, default_dummy_refresh, apr_pool_cleanup_null);
+}
 
 /* The dummy follows the stored hashes (bank_password.h): every BANK_PW_DUMMY_REFRESH seconds
  * one sign-in of the process reads a random sample of them and makes a hash of their most
@@ -67,11 +82,10 @@ static void sample_dummy(flow_t *f)
 {
     apr_time_t last = __atomic_load_n(&dummy_sampled, __ATOMIC_ACQUIRE);
     const char *const *hashes;
-    const char *dummy;
+    const char *dummy, *cost = NULL, *was = NULL;
     int n;
 
-    if ((last && f->in->now - last < apr_time_from_sec(BANK_PW_DUMMY_REFRESH) &&
-         f->in->now >= last) ||
+    if ((last && f->in->now - last < apr_time_from_sec(dummy_refresh) && f->in->now >= last) ||
         __atomic_exchange_n(&dummy_sampling, 1, __ATOMIC_ACQ_REL)) {
         return;
     }
@@ -81,7 +95,12 @@ static void sample_dummy(flow_t *f)
         bank_store_password_sample(f->db, NULL, BANK_PW_DUMMY_SAMPLE, &hashes, &n) != BANK_DB_OK) {
         n = 0; /* near the end of the id order: from the start instead */
     }
-    if (n > 0 && (dummy = bank_password_dummy_of(f->pool, hashes, n)) != NULL) {
+    if (n > 0 && (dummy = bank_password_dummy_of(f->pool, hashes, n, &cost)) != NULL) {
+        if (!bank_password_dummy_like(f->pool, bank_password_dummy_copy(f->pool), &was) ||
+            strcmp(was, cost) != 0) {
+            f->out->dummy_cost = cost; /* a change, for the host's log */
+            f->out->dummy_sampled = n;
+        }
         bank_password_set_dummy(dummy);
     }
     __atomic_store_n(&dummy_sampled, f->in->now, __ATOMIC_RELEASE);

@@ -15,6 +15,7 @@
 #include "bank_validate.h"
 #include "bank_idp.h"
 #include "mod_bank_idp.h"
+#include "bank_sign_in.h"
 
 APLOG_USE_MODULE(bank);
 
@@ -547,6 +548,18 @@ static const char *set_verify_server(cmd_parms *cmd, void *cfg, const char *arg)
     return err;
 }
 
+static const char *set_dummy_refresh(cmd_parms *cmd, void *cfg, const char *arg)
+{
+    const char *err = ap_check_cmd_context(cmd, GLOBAL_ONLY);
+    apr_int64_t v = 0;
+
+    (void)cfg;
+    if (!err && (err = parse_int(cmd, arg, 1, 86400, &v)) == NULL) {
+        bank_sign_in_set_dummy_refresh(cmd->pool, (int)v);
+    }
+    return err;
+}
+
 #define BANK_CTX (RSRC_CONF | ACCESS_CONF)
 const command_rec bank_cmds[] = {
     AP_INIT_ITERATE("BankClientKey", set_client_key, NULL, BANK_CTX,
@@ -591,4 +604,7 @@ const command_rec bank_cmds[] = {
     AP_INIT_TAKE1("BankPasswordVerifyServerConcurrency", set_verify_server, NULL, RSRC_CONF,
                   "Password verifications at once in all processes together "
                   "(default: the CPU count; off: no such bound)"),
+    AP_INIT_TAKE1("BankPasswordDummyRefresh", set_dummy_refresh, NULL, RSRC_CONF,
+                  "Seconds between two samples of the stored password hashes, which the hash "
+                  "an unknown e-mail is verified against follows (default 300)"),
     {NULL}};

@@ -176,8 +176,14 @@ int bank_sign_in_handler(request_rec *r)
     if (out.malformed_hash) {
         ap_log_rerror(APLOG_MARK, APLOG_WARNING, 0, r,
                       BANKLOGNO(0504) "customer %s: stored password hash is in no format "
-                                      "mod_bank reads (scrypt or bcrypt)",
+                                      "mod_bank reads (scrypt, bcrypt or argon2)",
                       out.customer.id);
+    }
+    if (out.dummy_cost) {
+        ap_log_rerror(APLOG_MARK, APLOG_INFO, 0, r,
+                      BANKLOGNO(2001) "unknown e-mails are now verified against a %s hash, the "
+                                      "most common of %d stored hashes sampled",
+                      out.dummy_cost, out.dummy_sampled);
     }
     if (out.prune_failed) {
         ap_log_rerror(APLOG_MARK, APLOG_WARNING, 0, r,

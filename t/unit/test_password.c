@@ -472,13 +472,14 @@ static void test_dummy_like(apr_pool_t *p)
     stored[3] = ADONIS_BCRYPT_MCF;
     stored[4] = NULL;
     stored[5] = ARGON2ID_NODE;
-    d1 = bank_password_dummy_of(p, stored, 6);
+    d1 = bank_password_dummy_of(p, stored, 6, &cost);
     CHECK(d1 && strncmp(d1, "$2b$10$", 7) == 0);
+    CHECK_STR(cost, "$2b$10");
     stored[1] = ARGON2ID_NODE;
-    d1 = bank_password_dummy_of(p, stored, 6);
+    d1 = bank_password_dummy_of(p, stored, 6, &cost);
     CHECK(d1 && strncmp(d1, "$argon2id$v=19$m=128,t=1,p=1$", 29) == 0);
-    CHECK(bank_password_dummy_of(p, stored + 2, 1) == NULL);
-    CHECK(bank_password_dummy_of(p, stored, 0) == NULL);
+    CHECK(bank_password_dummy_of(p, stored + 2, 1, &cost) == NULL);
+    CHECK(bank_password_dummy_of(p, stored, 0, &cost) == NULL);
 
     /* the process's dummy: set, copied, reset; one too long to hold is refused */
     CHECK(bank_password_set_dummy(d1) == 0);

@@ -1,0 +1,105 @@
+# argon2 (docs/migration.md): customers whose stored hash is argon2id, argon2i or argon2d as
+# AdonisJS's argon2 driver writes it sign in with their passwords, and only with them. And
+# the hash an unknown e-mail is verified against follows the stored hashes: on a database
+# where most hashes are bcrypt of cost 12, an unknown e-mail takes as long as a wrong
+# password (BankPasswordDummyRefresh 1 in the test configuration: sampled every second).
+use strict;
+use warnings FATAL => 'all';
+use Apache::Test qw(-withtestmore);
+use Time::HiRes qw(time sleep);
+use Bank::Test;
+
+my $KEY = 'Bearer test-client-key-1';
+
+sub sign_in {
+    my ($email, $password) = @_;
+    return json_request('POST', '/auth/sign_in', headers => { Authorization => $KEY },
+        body => { email => $email, password => $password, deviceToken => 'argon2-test' });
+}
+
+# Made by node's argon2 package (the one AdonisJS's driver uses) for "secret-Pa55", with the
+# driver's defaults (m=65536, t=3, p=4) and in its layout; the same as t/unit/test_password.c.
+my %hashes = (
+    argon2id => '$argon2id$v=19$m=65536,t=3,p=4$69FjE/fPLzZfE7lBLrrTTA$YAuYW3A3BFB3pCPTyxhRv/qrn4/wOad/SX/rjCS3xbQ',
+    argon2i  => '$argon2i$v=19$m=65536,t=3,p=4$73LO17EUE3Dft8NyH2rAlw$v6XaCEP8XD5pL/2w4Me0+Dc8XQRsgJhz20c2c8FBsqM',
+    argon2d  => '$argon2d$v=19$m=65536,t=3,p=4$6xdig7ahkSgrQ3EdbKlADw$mw30uHHk/sttc/VYh/1qIq2HGJEH6wXYZ228/tUpA8Q',
+);
+for my $type (sort keys %hashes) {
+    my $c = new_customer();
+    db_exec("UPDATE customers SET password = '$hashes{$type}' WHERE id = '$c->{id}'");
+    my $res = sign_in($c->{email}, 'secret-Pa55');
+    is($res->code, 200, "$type: signs in with its password") or diag($res->as_string);
+    is(decode_body($res)->{body}{customer}{customerId}, $c->{id}, "$type: as that customer");
+    assert_error(sign_in($c->{email}, 'secret-Pa56'), 400, 'E_INVALID_CREDENTIALS',
+        "$type: a wrong password");
+}
+
+# --- the dummy follows the stored hashes ---------------------------------------------------
+sub median { my @s = sort { $a <=> $b } @_; return $s[$#s / 2] }
+
+sub timed {
+    my ($email, $password) = @_;
+    my $t0  = time;
+    my $res = sign_in($email, $password);
+    my $t   = time - $t0;
+    is($res->code, 400, "refused ($email)");
+    return $t;
+}
+
+sub unknown_times {
+    return map { timed('nobody-' . unique() . '@example.com', 'guess') } 1 .. $_[0];
+}
+
+chomp(my $bcrypt = `htpasswd -nbB -C 12 user bcrypt-pw`);
+$bcrypt =~ s/^user://;
+$bcrypt =~ s/\s+\z//;
+like($bcrypt, qr/^\$2y\$12\$/, 'a bcrypt hash of cost 12');
+
+# Rows of one hash, more than all the others: the most common hash in any sample. Returns
+# their e-mail prefix.
+sub majority {
+    my ($hash) = @_;
+    my $n    = db_value('SELECT count(*) FROM customers') + 40;
+    my $u    = unique();
+    my @rows = map {
+        "('" . uuid4() . "', 'imported$u.$_\@example.com', '$hash', 'Imp', 'Orted',"
+          . " '+2348012345678', '2026-01-01T00:00:00.000Z', '2026-01-01T00:00:00.000Z')"
+    } 1 .. $n;
+    while (my @chunk = splice @rows, 0, 200) {
+        db_exec('INSERT INTO customers (id, email, password, first_name, last_name, phone,'
+              . ' created_at, updated_at) VALUES ' . join(',', @chunk));
+    }
+    return "imported$u";
+}
+
+# AdonisJS's scrypt default (t/unit/test_password.c's fixture, of "password")
+my $scrypt = '$scrypt$n=16384,r=8,p=1$YhdCGu1G+vTC6F9oJZ16lg$IDWTbizFCq5n9YvPiy3YTPdUD12Nf1Iit8aQeGyWZdA9k9L8rKk9Ii5jQxSkV0MJyxr3/nzOHh+VTht0KFxiBA';
+my $mostly = majority($scrypt);
+sleep 1.2;    # sampled again by each process's next sign-in
+my @before = unknown_times(6);
+db_exec("DELETE FROM customers WHERE email LIKE '$mostly.%'");
+
+$mostly = majority($bcrypt);
+my $mark = error_log_mark();
+sleep 1.2;
+my @after = unknown_times(6);
+my @wrong = map { timed("$mostly.$_\@example.com", 'not-it') } 1 .. 6;
+like(error_log_since($mark),
+    qr/BANK2001: unknown e-mails are now verified against a \$2b\$12 hash, the most common of \d+ stored hashes sampled/,
+    'the dummy follows: bcrypt cost 12, logged');
+my ($mb, $ma, $mw) = (median(@before), median(@after), median(@wrong));
+diag(sprintf 'median sign-in: unknown e-mail %.0f ms (scrypt dummy), %.0f ms (bcrypt dummy); '
+      . 'wrong bcrypt password %.0f ms', 1000 * $mb, 1000 * $ma, 1000 * $mw);
+cmp_ok($ma, '>', 0.6 * $mw, 'an unknown e-mail costs what a wrong password costs (not less)');
+cmp_ok($ma, '<', 1.6 * $mw, 'nor much more');
+cmp_ok($ma, '>', 1.5 * $mb, 'and more than with a scrypt majority');
+
+# The rows go; within a second the dummy follows what is left (for the tests after this one).
+db_exec("DELETE FROM customers WHERE email LIKE '$mostly.%'");
+$mark = error_log_mark();
+sleep 1.2;
+unknown_times(4);
+like(error_log_since($mark), qr/BANK2001: unknown e-mails are now verified against a (?!\$2b\$12 )\S+ hash/,
+    'once the bcrypt rows are gone, it follows the others again');
+
+done_testing();
