@@ -2,6 +2,9 @@
  * BankPasswordVerifyConcurrency, BankPasswordVerifyServerConcurrency). One scrypt verification
  * takes a few tens of ms of one CPU and a 16 MiB work area, mapped for the call and unmapped
  * after it (mod_bank/bank_scrypt.c), so nothing of it stays in a glibc arena after a flood.
+ * argon2 (AdonisJS's default about 160 ms and 64 MiB) computes all its lanes on the calling
+ * thread with its work area mapped the same way (bank_password.c): whatever the algorithm,
+ * one verification uses one CPU and is counted as one below, per process and per server.
  *  - Per process: only `concurrency` threads of each process verify, in order, with at most
  *    `waiting` sign-ins queued; a sign-in beyond that is refused at once (503) instead of
  *    holding an httpd thread to wait.
