@@ -1,7 +1,8 @@
 /* The password-hash parser and verifier (mod_bank/bank_password.c) on arbitrary stored hashes,
  * checked against the password "password" (the seeds' hashes are of it, so both MATCH and
- * MISMATCH paths run). Built with FUZZING_BUILD_MODE_UNSAFE_FOR_PRODUCTION, which lowers the
- * code's cost ceilings (bank_password.c) so that a run is parsing, not scrypt or argon2. */
+ * MISMATCH paths run), and the dummy made after it (bank_password_dummy_like). Built with
+ * FUZZING_BUILD_MODE_UNSAFE_FOR_PRODUCTION, which lowers the code's cost ceilings (bank_password.c)
+ * so that a run is parsing, not scrypt or argon2. */
 #include "fuzz.h"
 
 #include "bank_password.h"
@@ -18,6 +19,16 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     if (strncmp(stored, "$scrypt$", 8) != 0 && strncmp(stored, "$bcrypt$", 8) != 0 &&
         strncmp(stored, "$2", 2) != 0 && strncmp(stored, "$argon2", 7) != 0) {
         FUZZ_CHECK(v == BANK_PW_MALFORMED);
+    }
+    /* A hash read within the bounds has a dummy of its cost: well formed, matching neither
+     * password, and of the same cost again. */
+    {
+        const char *cost = NULL, *again = NULL, *d = bank_password_dummy_like(p, stored, &cost);
+        if (d) {
+            FUZZ_CHECK(v != BANK_PW_MALFORMED);
+            FUZZ_CHECK(bank_password_verify(p, "password", d) == BANK_PW_MISMATCH);
+            FUZZ_CHECK(bank_password_dummy_like(p, d, &again) && !strcmp(cost, again));
+        }
     }
     /* A hash that matches "password" matches nothing else; a readable one stays readable. */
     if (v != BANK_PW_MALFORMED) {
