@@ -24,7 +24,7 @@ const char *bank_password_dummy(void);
 /* The hash an unknown e-mail is verified against, so that its answer costs what a wrong
  * password costs: a hash of the same algorithm and parameters as most stored hashes
  * (docs/security.md). Sampled from the database by the sign-in flow (bank_sign_in.c) every
- * BANK_PW_DUMMY_REFRESH seconds in each process. */
+ * BankPasswordDummyRefresh seconds (default BANK_PW_DUMMY_REFRESH) in each process. */
 #define BANK_PW_DUMMY_REFRESH 300
 #define BANK_PW_DUMMY_SAMPLE 256
 /* A hash of stored's algorithm, parameters and salt and key lengths, with a random salt and
@@ -37,7 +37,8 @@ char *bank_password_dummy_like(apr_pool_t *p, const char *stored, const char **c
 const char *bank_password_dummy_of(apr_pool_t *p, const char *const *stored, int n,
                                    const char **cost);
 /* Makes hash the process's dummy (0; -1 if it is too long to hold, and the old one stays);
- * reset: back to bank_password_dummy(). */
+ * reset: back to bank_password_dummy(). One caller at a time (the sign-in flow samples one
+ * at a time); readers may run meanwhile. */
 int bank_password_set_dummy(const char *hash);
 void bank_password_reset_dummy(void);
 /* The process's dummy now, copied into p. */
