@@ -64,6 +64,7 @@ BankWebhookSignature X-Partner-Signature sha256 hmac-key-123
 BankWebhookPartner paystack
 BankPasswordVerifyConcurrency 4
 BankPasswordVerifyServerConcurrency 3
+BankPasswordDummyRefresh 86400
 BankTokenCacheSeconds 0
 <Location /api/auth/sign_in>
     BankPasswordVerifyConcurrency 2 0
@@ -239,6 +240,14 @@ my @bad = (
         'BankPasswordVerifyServerConcurrency', 'inside a Location (server-wide only)'],
     ["<VirtualHost 127.0.0.1:1>\nBankPasswordVerifyServerConcurrency 2\n</VirtualHost>",
         'BankPasswordVerifyServerConcurrency', 'inside a virtual host (server-wide only)'],
+    ['BankPasswordDummyRefresh 0', 'BankPasswordDummyRefresh', 'zero'],
+    ['BankPasswordDummyRefresh 86401', 'BankPasswordDummyRefresh', 'over a day'],
+    ['BankPasswordDummyRefresh 5m', 'BankPasswordDummyRefresh', 'not a number'],
+    ['BankPasswordDummyRefresh', 'BankPasswordDummyRefresh', 'no argument'],
+    ["<Location /x>\nBankPasswordDummyRefresh 60\n</Location>",
+        'BankPasswordDummyRefresh', 'inside a Location (server-wide only)'],
+    ["<VirtualHost 127.0.0.1:1>\nBankPasswordDummyRefresh 60\n</VirtualHost>",
+        'BankPasswordDummyRefresh', 'inside a virtual host (server-wide only)'],
 );
 for my $b (@bad) {
     my ($line, $name, $why) = @$b;
