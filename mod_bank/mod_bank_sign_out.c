@@ -1,9 +1,10 @@
 /* POST /auth/sign_out (docs/api.md): revokes the bearer token the request carries, as
  * AdonisJS's invalidateToken does: its row is deleted, so every endpoint refuses it from
  * then on. Any valid token may revoke itself, whatever its abilities. A body is read to its
- * end and ignored, before anything is revoked: one that cannot be read (over BankMaxBody, a
- * malformed chunk, a read time-out) is answered in the API's shape and revokes nothing, so
- * the client can tell a sign-out that failed and send it again. */
+ * end and ignored, before the token is looked at and anything is revoked: one that cannot
+ * be read (over BankMaxBody, a malformed chunk, a read time-out) is answered in the API's
+ * shape and revokes nothing, so the client can tell a sign-out that failed and send it
+ * again. */
 #include <http_protocol.h>
 #include "mod_bank.h"
 #include "mod_bank_sign_out.h"
@@ -25,8 +26,10 @@ int bank_sign_out_handler(request_rec *r)
     apr_size_t ignored_len;
     int rc, deleted = 0;
 
-    if ((rc = bank_customer_request(r, AP_METHOD_BIT << M_POST, "POST", NULL, &db, &who)) != OK ||
-        (rc = bank_read_any_body(r, &ignored, &ignored_len)) != OK) {
+    /* the body first: a slow one holds no database connection while it arrives */
+    if ((rc = bank_allow_methods(r, AP_METHOD_BIT << M_POST, "POST")) != OK ||
+        (rc = bank_read_any_body(r, &ignored, &ignored_len)) != OK ||
+        (rc = bank_customer_request(r, AP_METHOD_BIT << M_POST, "POST", NULL, &db, &who)) != OK) {
         return rc;
     }
     /* a token answered from the cache came with no connection */

@@ -103,6 +103,10 @@ for my $case (['a JSON body', body => { all => 1 }],
     my $r = sign_out($t, body => 'x' x 100_000, extra => { content_type => 'application/octet-stream' });
     assert_error($r, 413, 'E_PAYLOAD_TOO_LARGE', 'a body over BankMaxBody');
     is(token_rows(token_id($t)), 1, 'a body over BankMaxBody: nothing revoked');
+    # the body is read before the token is looked at
+    assert_error(sign_out('oat_MQ.unknown', body => 'x' x 100_000,
+        extra => { content_type => 'application/octet-stream' }), 413, 'E_PAYLOAD_TOO_LARGE',
+        'a body over BankMaxBody with an unknown token');
 }
 
 # --- 401: missing, malformed, unknown, revoked, expired -------------------------------------------
