@@ -140,6 +140,7 @@ lint:
 	clang-format --dry-run --Werror mod_bank/*.c mod_bank/*.h mod_bank/bankctl/*.[ch] include/*.h t/unit/*.c \
 	    t/unit/*.h t/fuzz/*.c t/fuzz/*.h t/bench/*.c
 	shellcheck scripts/* .ci/run
+	./scripts/check-tags
 
 clean:
 	rm -rf $(BUILD) mod_bank/.libs mod_bank/*.lo mod_bank/*.slo mod_bank/*.o mod_bank.la \
