@@ -27,7 +27,8 @@ typedef struct {
     const char *base_url; /* no trailing slash */
     const char *app_id;
     const char *secret;
-    int timeout; /* seconds */
+    int timeout;       /* seconds */
+    const char *proxy; /* BankBvnProviderProxy; NULL: none (the environment's are ignored) */
 } bank_idp_conf_t;
 
 /* What the customer sent and what the bank knows of them. */
@@ -74,6 +75,9 @@ const char *bank_idp_default_url(bank_idp_kind kind);
 /* NULL if url can be a base URL (https://, or http:// to a loopback address), else why not.
  * *norm gets it without trailing slashes. */
 const char *bank_idp_url_check(apr_pool_t *p, const char *url, const char **norm);
+/* NULL if url can name a proxy (http://, https://, socks5:// or socks5h://, a host, at
+ * most a "/" for a path, no query), else why not. */
+const char *bank_idp_proxy_check(apr_pool_t *p, const char *url);
 /* NULL if s can be an app id or a secret (1..BANK_IDP_CREDENTIAL_MAX printable ASCII
  * characters, no spaces: they travel in HTTP headers), else why not. */
 const char *bank_idp_credential_check(const char *s);

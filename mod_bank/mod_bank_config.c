@@ -99,6 +99,7 @@ void *bank_merge_dir_conf(apr_pool_t *p, void *basev, void *addv)
     m->idp_secret = add->idp_app_id ? add->idp_secret : base->idp_secret;
     MERGE_PTR(verifier);
     MERGE_NUM(token_cache);
+    MERGE_PTR(idp_proxy);
     /* The signature triple is one setting: take it whole from where it was given. */
     if (add->sig_set) {
         m->sig_set = 1;
@@ -154,6 +155,7 @@ void bank_conf_idp(const bank_dir_conf *c, bank_idp_conf_t *out)
     out->app_id = c->idp_app_id;
     out->secret = c->idp_secret;
     out->timeout = c->idp_timeout != BANK_UNSET ? c->idp_timeout : BANK_IDP_TIMEOUT_DEFAULT;
+    out->proxy = c->idp_proxy && *c->idp_proxy ? c->idp_proxy : NULL;
 }
 
 const char *bank_location(request_rec *r)
@@ -547,6 +549,22 @@ static const char *set_verify_server(cmd_parms *cmd, void *cfg, const char *arg)
     return err;
 }
 
+/* URL|none: the only proxy provider calls go through (the environment's are ignored). */
+static const char *set_idp_proxy(cmd_parms *cmd, void *cfg, const char *arg)
+{
+    const char *why;
+
+    if (!strcasecmp(arg, "none")) {
+        ((bank_dir_conf *)cfg)->idp_proxy = "";
+        return NULL;
+    }
+    if ((why = bank_idp_proxy_check(cmd->pool, arg)) != NULL) {
+        return apr_psprintf(cmd->pool, "%s: %s, or none; got '%s'", cmd->cmd->name, why, arg);
+    }
+    ((bank_dir_conf *)cfg)->idp_proxy = apr_pstrdup(cmd->pool, arg);
+    return NULL;
+}
+
 #define BANK_CTX (RSRC_CONF | ACCESS_CONF)
 const command_rec bank_cmds[] = {
     AP_INIT_ITERATE("BankClientKey", set_client_key, NULL, BANK_CTX,
@@ -591,4 +609,7 @@ const command_rec bank_cmds[] = {
     AP_INIT_TAKE1("BankPasswordVerifyServerConcurrency", set_verify_server, NULL, RSRC_CONF,
                   "Password verifications at once in all processes together "
                   "(default: the CPU count; off: no such bound)"),
+    AP_INIT_TAKE1("BankBvnProviderProxy", set_idp_proxy, NULL, BANK_CTX,
+                  "URL of the proxy identity provider calls go through, or none (the default: "
+                  "http_proxy and the like in the environment are ignored)"),
     {NULL}};

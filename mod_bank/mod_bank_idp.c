@@ -7,6 +7,7 @@
 #include <http_protocol.h>
 #include "mod_bank_idp.h"
 #include "mod_bank_http.h"
+#include "mod_bank_metrics.h"
 
 APLOG_USE_MODULE(bank);
 
@@ -99,6 +100,10 @@ int bank_idp_verify(request_rec *r, const bank_idp_query_t *q, bank_idp_result_t
                                   " ms, %s connection",
                   name, out->why, out->http_status, apr_time_as_msec(apr_time_now() - start),
                   out->reused ? "reused" : "new");
+    /* bank_idp_calls_total{provider,outcome}: the counters follow the kinds' and verdicts'
+     * order (include/bank_metrics.h) */
+    bank_metrics_count_one(
+        (bank_metric_t)(BANK_M_IDP_CALLS + (c.kind - BANK_IDP_DOJAH) * 4 + (int)out->verdict));
     if (out->verdict == BANK_IDP_MATCH || out->verdict == BANK_IDP_MISMATCH) {
         bank_idp_breaker_record(breaker, c.base_url, 1, apr_time_now());
         return OK;

@@ -79,6 +79,7 @@ BankTokenCacheSeconds 0
     BankBvnProvider dojah
     BankBvnProviderCredentials app-id-123 prod_sk_secret
     BankBvnProviderTimeout 300
+    BankBvnProviderProxy http://proxy.internal:3128
 </Location>
 <Location /v2/onboarding/bvn>
     SetHandler bank-bvn
@@ -98,6 +99,7 @@ BankTokenCacheSeconds 0
 <Location /t/onboarding/bvn>
     SetHandler bank-bvn
     BankBvnProvider table
+    BankBvnProviderProxy none
 </Location>
 OK
 is($rc, 0, 'a valid configuration passes apache2 -t') or diag($out);
@@ -222,6 +224,10 @@ my @bad = (
     ['BankBvnProviderTimeout 0',           'BankBvnProviderTimeout', 'zero'],
     ['BankBvnProviderTimeout 301',         'BankBvnProviderTimeout', 'over 300'],
     ['BankBvnProviderTimeout 5s',          'BankBvnProviderTimeout', 'unit suffix'],
+    ['BankBvnProviderProxy proxy:3128',   'BankBvnProviderProxy', 'proxy without a scheme'],
+    ['BankBvnProviderProxy ftp://proxy:21', 'BankBvnProviderProxy', 'proxy of an unknown scheme'],
+    ['BankBvnProviderProxy http://proxy:3128/x?y', 'BankBvnProviderProxy', 'proxy with a path'],
+    ['BankBvnProviderProxy',               'BankBvnProviderProxy', 'proxy: no argument'],
     ['BankTokenCacheSeconds 61',           'BankTokenCacheSeconds', 'over 60'],
     ['BankTokenCacheSeconds -1',           'BankTokenCacheSeconds', 'negative'],
     ['BankTokenCacheSeconds 5s',           'BankTokenCacheSeconds', 'not a number'],

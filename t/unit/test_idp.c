@@ -132,7 +132,17 @@ static void test_dojah(apr_pool_t *p)
                 &r) == BANK_IDP_MISMATCH);
     CHECK(judge(p, BANK_IDP_DOJAH, 404, "{\"error\":\"BVN not found\"}", &r) == BANK_IDP_MISMATCH);
     CHECK(r.diff == BANK_IDP_DIFF_UNKNOWN);
-    CHECK(judge(p, BANK_IDP_DOJAH, 400, "", &r) == BANK_IDP_MISMATCH);
+    CHECK(judge(p, BANK_IDP_DOJAH, 400, "{\"error\":\"Bvn Not Found\"}", &r) == BANK_IDP_MISMATCH);
+    /* a 400 or 404 that does not say "BVN not found": a malformed request or a wrong path,
+     * which must not cost the customer an attempt */
+    CHECK(judge(p, BANK_IDP_DOJAH, 400, "", &r) == BANK_IDP_UNAVAILABLE);
+    CHECK(judge(p, BANK_IDP_DOJAH, 404, "<html>Not Found</html>", &r) == BANK_IDP_UNAVAILABLE);
+    CHECK(judge(p, BANK_IDP_DOJAH, 404, "{\"error\":\"Not Found\"}", &r) == BANK_IDP_UNAVAILABLE);
+    CHECK(judge(p, BANK_IDP_DOJAH, 400, "{\"error\":\"invalid query parameters\"}", &r) ==
+          BANK_IDP_UNAVAILABLE);
+    CHECK(judge(p, BANK_IDP_DOJAH, 404, "{\"error\":[\"BVN not found\"]}", &r) ==
+          BANK_IDP_UNAVAILABLE);
+    CHECK(strstr(r.why, "HTTP 404") != NULL);
     /* a status that is not a boolean, a missing field: malformed, not a mismatch */
     CHECK(judge(p, BANK_IDP_DOJAH, 200,
                 "{\"entity\":{\"bvn\":{\"status\":\"true\"},\"first_name\":{\"status\":true},"
