@@ -21,6 +21,8 @@ typedef enum { BANK_IDP_TABLE = 0, BANK_IDP_DOJAH, BANK_IDP_PREMBLY } bank_idp_k
 #define BANK_IDP_BREAKER_OPEN 30         /* seconds it stays open before one trial call */
 #define BANK_IDP_RETRY_AFTER 30          /* Retry-After of a 503 while it is closed */
 #define BANK_IDP_CREDENTIAL_MAX 512      /* characters of an app id or a secret */
+#define BANK_IDP_LATENCY_SAMPLES 64      /* the provider's latest answer times kept */
+#define BANK_IDP_HOLD_FALLBACK 250       /* ms an answer without a call is held before any */
 
 typedef struct {
     bank_idp_kind kind;
@@ -122,5 +124,11 @@ int bank_idp_breaker_allow(bank_idp_breaker_t *b, const char *url, apr_time_t no
  * breaker; a failure counts, and the BANK_IDP_BREAKER_FAILURES-th in a row opens it.
  * Returns 1 when this failure opened it. */
 int bank_idp_breaker_record(bank_idp_breaker_t *b, const char *url, int ok, apr_time_t now);
+/* The provider at url answered (a match or a mismatch) after `took`: kept among its latest
+ * BANK_IDP_LATENCY_SAMPLES answer times, in the same shared memory. */
+void bank_idp_latency_record(bank_idp_breaker_t *b, const char *url, apr_interval_time_t took);
+/* One of those times, the r-th modulo how many are kept (r: a random number); -1 when the
+ * provider has not answered yet. */
+apr_interval_time_t bank_idp_latency_draw(bank_idp_breaker_t *b, const char *url, apr_uint32_t r);
 
 #endif
