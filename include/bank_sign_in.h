@@ -77,4 +77,12 @@ typedef struct {
 
 bank_db_rc bank_sign_in(bank_db_t *db, const bank_sign_in_t *in, bank_sign_in_result_t *out);
 
+/* The defaults of the host's verification bound (BankPasswordVerifyConcurrency N [WAITING])
+ * for a process of `threads` request threads on `cpus` CPUs: N = the CPUs, at most half the
+ * threads (at least 1); WAITING = BANK_SIGN_IN_WAIT_FACTOR x N, at most what leaves half the
+ * threads free to refuse at once (at least 0). */
+#define BANK_SIGN_IN_WAIT_FACTOR 16
+int bank_sign_in_default_concurrency(int cpus, int threads);
+int bank_sign_in_default_waiting(int concurrency, int threads);
+
 #endif

@@ -221,3 +221,15 @@ bank_db_rc bank_sign_in(bank_db_t *db, const bank_sign_in_t *in, bank_sign_in_re
     out->failed_at = NULL;
     return BANK_DB_OK;
 }
+
+int bank_sign_in_default_concurrency(int cpus, int threads)
+{
+    int half = threads / 2;
+    return cpus < half ? cpus : half > 1 ? half : 1;
+}
+
+int bank_sign_in_default_waiting(int concurrency, int threads)
+{
+    int room = threads / 2 - concurrency, most = concurrency * BANK_SIGN_IN_WAIT_FACTOR;
+    return room <= 0 ? 0 : room < most ? room : most;
+}

@@ -526,7 +526,7 @@ static const char *set_verify_concurrency(cmd_parms *cmd, void *cfg, const char 
     if (err) {
         return err;
     }
-    wait = threads * BANK_VERIFY_WAIT_FACTOR;
+    wait = -1; /* the default, from the MPM's threads (child_init) */
     if (waiting && (err = parse_int(cmd, waiting, 0, 100000, &wait)) != NULL) {
         return err;
     }

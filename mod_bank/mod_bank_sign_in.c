@@ -106,8 +106,10 @@ static int refused(request_rec *r, const bank_sign_in_t *in, const bank_sign_in_
     case BANK_SIGN_IN_BUSY:
         ap_log_rerror(APLOG_MARK, APLOG_INFO, 0, r,
                       BANKLOGNO(0511) "sign-in refused: every password verification slot of "
-                                      "this process is taken and its queue is full "
-                                      "(BankPasswordVerifyConcurrency)");
+                                      "this process is taken and its queue is full, or its "
+                                      "verification could not start within %d ms "
+                                      "(BankPasswordVerifyConcurrency)",
+                      (int)apr_time_as_msec(BANK_VERIFY_MAX_WAIT));
         return bank_error_unavailable(r,
                                       "Too many sign-ins are being verified right now; try "
                                       "again shortly.",
