@@ -62,8 +62,10 @@ typedef struct {
     const char *why;          /* REFUSED, OVER: "unknown e-mail" or "wrong password" */
     int malformed_hash;       /* the customer's stored hash is in no format read here */
     apr_int64_t failures;     /* the count that decided it */
-    int remaining;            /* REFUSED: failures left in the window */
-    int limit;                /* THROTTLED, OVER, FLOODED, ADDRESS: the limit reached */
+    int remaining;            /* REFUSED: failures left in the window, the smaller of the
+                                 e-mail's and the address's */
+    int limit;                /* THROTTLED, OVER, FLOODED, ADDRESS: the limit reached;
+                                 REFUSED: the limit of the budget `remaining` is of */
     apr_int64_t retry_after;  /* THROTTLED, OVER, FLOODED, ADDRESS: seconds, 1 to the window */
     bank_count_t address;     /* ADDRESS: the IP's counter */
     int prune_failed;         /* the best-effort prune of expired rows failed */

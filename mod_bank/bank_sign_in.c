@@ -108,7 +108,15 @@ static bank_db_rc refuse(flow_t *f)
     }
     f->out->verdict = BANK_SIGN_IN_REFUSED;
     f->out->failures = n.failures;
-    f->out->remaining = n.remaining;
+    /* what the client may still try is the smaller of its two budgets: this e-mail's and
+     * this address's */
+    if (f->out->address.remaining < n.remaining) {
+        f->out->remaining = f->out->address.remaining;
+        f->out->limit = f->address.attempts;
+    } else {
+        f->out->remaining = n.remaining;
+        f->out->limit = f->email.attempts;
+    }
     return BANK_DB_OK;
 }
 

@@ -549,6 +549,21 @@ static const char *set_verify_server(cmd_parms *cmd, void *cfg, const char *arg)
     return err;
 }
 
+static const char *set_verify_max_wait(cmd_parms *cmd, void *cfg, const char *arg)
+{
+    const char *err = ap_check_cmd_context(cmd, GLOBAL_ONLY);
+    apr_int64_t v = 0;
+
+    (void)cfg;
+    if (!err) {
+        err = parse_int(cmd, arg, 1, BANK_VERIFY_MAX_WAIT_MAX, &v);
+    }
+    if (!err) {
+        bank_verify_set_max_wait(cmd->pool, (int)v);
+    }
+    return err;
+}
+
 /* URL|none: the only proxy provider calls go through (the environment's are ignored). */
 static const char *set_idp_proxy(cmd_parms *cmd, void *cfg, const char *arg)
 {
@@ -612,4 +627,7 @@ const command_rec bank_cmds[] = {
     AP_INIT_TAKE1("BankBvnProviderProxy", set_idp_proxy, NULL, BANK_CTX,
                   "URL of the proxy identity provider calls go through, or none (the default: "
                   "http_proxy and the like in the environment are ignored)"),
+    AP_INIT_TAKE1("BankPasswordVerifyMaxWait", set_verify_max_wait, NULL, RSRC_CONF,
+                  "Milliseconds a sign-in may wait for its password verification to start "
+                  "before it is refused with 503 (default 1000)"),
     {NULL}};

@@ -109,7 +109,7 @@ static int refused(request_rec *r, const bank_sign_in_t *in, const bank_sign_in_
                                       "this process is taken and its queue is full, or its "
                                       "verification could not start within %d ms "
                                       "(BankPasswordVerifyConcurrency)",
-                      (int)apr_time_as_msec(BANK_VERIFY_MAX_WAIT));
+                      (int)apr_time_as_msec(bank_verify_max_wait()));
         return bank_error_unavailable(r,
                                       "Too many sign-ins are being verified right now; try "
                                       "again shortly.",
@@ -117,7 +117,7 @@ static int refused(request_rec *r, const bank_sign_in_t *in, const bank_sign_in_
     default:
         ap_log_rerror(APLOG_MARK, APLOG_INFO, 0, r, BANKLOGNO(0503) "sign-in refused: %s",
                       out->why);
-        bank_rate_headers(r, in->attempts, out->remaining);
+        bank_rate_headers(r, out->limit, out->remaining);
         return bank_error(r, BANK_E_INVALID_CREDENTIALS, NULL, NULL);
     }
 }

@@ -6,7 +6,7 @@
  *    `waiting` sign-ins queued; a sign-in beyond that is refused at once (503) instead of
  *    holding an httpd thread to wait. The defaults leave half of the process's threads
  *    (ThreadsPerChild) out of this, free to refuse at once whatever comes next.
- *  - In time: a sign-in that has not started computing BANK_VERIFY_MAX_WAIT after it was
+ *  - In time: a sign-in that has not started computing BankPasswordVerifyMaxWait after it was
  *    queued (a turn in the queue, then a slot of the semaphore below) is refused then (503),
  *    so no sign-in waits long, whatever the settings.
  *  - Per server: those threads, in every process, compute only while they hold a slot of one
@@ -123,11 +123,32 @@ static int thread_count(void)
     return threads;
 }
 
+/* BankPasswordVerifyMaxWait in ms: -1 not set (the default). */
+static int max_wait_ms = -1;
+
 static apr_status_t unset_server_slots(void *unused)
 {
     (void)unused;
     server_slots = -1;
     return APR_SUCCESS;
+}
+
+static apr_status_t unset_max_wait(void *unused)
+{
+    (void)unused;
+    max_wait_ms = -1;
+    return APR_SUCCESS;
+}
+
+void bank_verify_set_max_wait(apr_pool_t *pconf, int ms)
+{
+    max_wait_ms = ms;
+    apr_pool_cleanup_register(pconf, NULL, unset_max_wait, apr_pool_cleanup_null);
+}
+
+apr_interval_time_t bank_verify_max_wait(void)
+{
+    return apr_time_from_msec(max_wait_ms < 0 ? BANK_VERIFY_MAX_WAIT_DEFAULT : max_wait_ms);
 }
 
 void bank_verify_set_server_slots(apr_pool_t *pconf, int slots)
@@ -341,7 +362,7 @@ void bank_verify_child_init(apr_pool_t *pchild, server_rec *s)
                  BANKLOGNO(1602) "password verifications of this process by default: %d at "
                                  "once, %d waiting at most %d ms (ThreadsPerChild %d)",
                  fallback->concurrency, fallback->waiting,
-                 (int)apr_time_as_msec(BANK_VERIFY_MAX_WAIT), threads);
+                 (int)apr_time_as_msec(bank_verify_max_wait()), threads);
 }
 
 /* Takes j out of v's queue if it is still there (v->lock held); 1 if it was. */
@@ -366,7 +387,7 @@ static int unqueue(bank_verifier_t *v, job_t *j)
 int bank_verify_run(void *baton, void (*fn)(void *arg), void *arg)
 {
     bank_verifier_t *v = baton;
-    job_t j = {fn, arg, apr_time_now() + BANK_VERIFY_MAX_WAIT, 0, 0, NULL};
+    job_t j = {fn, arg, apr_time_now() + bank_verify_max_wait(), 0, 0, NULL};
     apr_interval_time_t left;
 
     if (!v || !v->lock || v->threads == 0) {

@@ -64,6 +64,7 @@ BankWebhookSignature X-Partner-Signature sha256 hmac-key-123
 BankWebhookPartner paystack
 BankPasswordVerifyConcurrency 4
 BankPasswordVerifyServerConcurrency 3
+BankPasswordVerifyMaxWait 60000
 BankTokenCacheSeconds 0
 <Location /api/auth/sign_in>
     BankPasswordVerifyConcurrency 2 0
@@ -238,6 +239,9 @@ my @bad = (
     ['BankPasswordVerifyConcurrency 2 100001', 'BankPasswordVerifyConcurrency', 'too many waiting'],
     ['BankPasswordVerifyConcurrency 2 4 8', 'BankPasswordVerifyConcurrency', 'three arguments'],
     ['BankPasswordVerifyServerConcurrency 0', 'BankPasswordVerifyServerConcurrency', 'zero (off is the word)'],
+    ['BankPasswordVerifyMaxWait 0',       'BankPasswordVerifyMaxWait', 'no wait at all'],
+    ['BankPasswordVerifyMaxWait 60001',   'BankPasswordVerifyMaxWait', 'over a minute'],
+    ['BankPasswordVerifyMaxWait 1s',      'BankPasswordVerifyMaxWait', 'unit suffix on the wait'],
     ['BankPasswordVerifyServerConcurrency 257', 'BankPasswordVerifyServerConcurrency', 'over 256'],
     ['BankPasswordVerifyServerConcurrency 2x', 'BankPasswordVerifyServerConcurrency', 'not a number'],
     ['BankPasswordVerifyServerConcurrency -1', 'BankPasswordVerifyServerConcurrency', 'negative'],

@@ -111,6 +111,9 @@ static void test_address(bank_db_t *db)
     for (i = 1; i <= 4; i++) {
         CHECK(attempt(db, apr_psprintf(bank_db_pool(db), "spray%d@example.com", i), "x",
                       "192.0.2.9", &out) == BANK_SIGN_IN_REFUSED);
+        /* each new e-mail has 1 of its 2 left, the address 4 - i of its 4: the smaller is
+         * told, with its limit */
+        CHECK(out.remaining == (4 - i < 1 ? 4 - i : 1) && out.limit == (4 - i < 1 ? 4 : 2));
     }
     CHECK(attempt(db, "spray5@example.com", "x", "192.0.2.9", &out) == BANK_SIGN_IN_ADDRESS);
     CHECK(out.limit == 4 && out.address.failures == 4 && out.retry_after >= 1);
