@@ -620,7 +620,8 @@ const command_rec bank_cmds[] = {
                   "still works there (default 5, 0 off, at most 60)"),
     AP_INIT_TAKE12("BankPasswordVerifyConcurrency", set_verify_concurrency, NULL, BANK_CTX,
                    "Password verifications at once per process (default: the CPU count), and "
-                   "how many more may wait (default 16 per verification)"),
+                   "how many more may wait (default: 16 per verification, within half of "
+                   "ThreadsPerChild)"),
     AP_INIT_TAKE1("BankPasswordVerifyServerConcurrency", set_verify_server, NULL, RSRC_CONF,
                   "Password verifications at once in all processes together "
                   "(default: the CPU count; off: no such bound)"),
