@@ -21,6 +21,9 @@ void bank_verify_child_init(apr_pool_t *pchild, server_rec *s);
  * 0 once it has run; 1 at once if v already has its concurrency running and its waiting
  * queued, or 1 after bank_verify_max_wait() if it had not started computing by then. */
 int bank_verify_run(void *v, void (*fn)(void *arg), void *arg);
+/* 1 if v has room for one more verification now (bank_verify_run may still refuse: others
+ * may take it first), 0 if its concurrency runs and its waiting are queued. */
+int bank_verify_has_room(void *v);
 /* BankPasswordVerifyServerConcurrency (mod_bank_config.c checks it): 0 (off), or 1 to
  * BANK_VERIFY_SLOTS_MAX verifications computing at once in all processes together. */
 void bank_verify_set_server_slots(apr_pool_t *pconf, int slots);

@@ -157,6 +157,15 @@ int bank_sign_in_handler(request_rec *r)
         (rc = bank_read_json(r, &body, NULL, NULL)) != OK || (rc = validate(r, body, &in)) != OK) {
         return rc;
     }
+    in.run = bank_verify_run;
+    in.run_baton = conf->verifier ? conf->verifier : bank_verifier_default();
+    /* Under a flood the refusals must be quick: a process whose queue is full refuses before
+     * any database work. */
+    if (!bank_verify_has_room(in.run_baton)) {
+        memset(&out, 0, sizeof(out));
+        out.verdict = BANK_SIGN_IN_BUSY;
+        return refused(r, &in, &out);
+    }
     if (!(db = take(&lease))) {
         return bank_error_db(r, NULL, BANK_DB_ERROR, "sign-in");
     }
@@ -171,8 +180,6 @@ int bank_sign_in_handler(request_rec *r)
     in.lifetime = bank_conf_token_lifetime(conf);
     in.now = apr_time_now();
     in.metrics = bank_metrics_block();
-    in.run = bank_verify_run;
-    in.run_baton = conf->verifier ? conf->verifier : bank_verifier_default();
     drc = bank_sign_in(db, &in, &out);
     db = out.db;
     if (out.malformed_hash) {

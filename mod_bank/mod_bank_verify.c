@@ -384,6 +384,20 @@ static int unqueue(bank_verifier_t *v, job_t *j)
     return 1;
 }
 
+int bank_verify_has_room(void *baton)
+{
+    bank_verifier_t *v = baton;
+    int room;
+
+    if (!v || !v->lock || v->threads == 0) {
+        return 1;
+    }
+    apr_thread_mutex_lock(v->lock);
+    room = v->admitted < v->threads + v->waiting;
+    apr_thread_mutex_unlock(v->lock);
+    return room;
+}
+
 int bank_verify_run(void *baton, void (*fn)(void *arg), void *arg)
 {
     bank_verifier_t *v = baton;
