@@ -22,7 +22,7 @@ int bank_idp_post_config(apr_pool_t *pconf, server_rec *s)
 
     if (bank_idp_global_init() != 0) {
         ap_log_error(APLOG_MARK, APLOG_CRIT, 0, s,
-                     BANKLOGNO(1001) "libcurl failed to initialise: no identity provider calls");
+                     BANKLOGNO(1902) "libcurl failed to initialise: no identity provider calls");
     }
     /* Anonymous shared memory, inherited by the children: one breaker for all of them. It
      * goes with pconf, and a restart makes a new one (all closed). */
@@ -103,8 +103,11 @@ int bank_idp_verify(request_rec *r, const bank_idp_query_t *q, bank_idp_result_t
                   out->reused ? "reused" : "new");
     /* bank_idp_calls_total{provider,outcome}: the counters follow the kinds' and verdicts'
      * order (include/bank_metrics.h) */
-    bank_metrics_count_one(
-        (bank_metric_t)(BANK_M_IDP_CALLS + (c.kind - BANK_IDP_DOJAH) * 4 + (int)out->verdict));
+    if (bank_metrics_shared()) {
+        bank_metrics_count(
+            bank_metrics_shared(),
+            (bank_metric_t)(BANK_M_IDP_CALLS + (c.kind - BANK_IDP_DOJAH) * 4 + (int)out->verdict));
+    }
     if (out->verdict == BANK_IDP_MATCH || out->verdict == BANK_IDP_MISMATCH) {
         bank_idp_breaker_record(breaker, c.base_url, 1, apr_time_now());
         bank_idp_latency_record(breaker, c.base_url, apr_time_now() - start);

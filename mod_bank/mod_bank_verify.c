@@ -34,7 +34,7 @@
 #include <ap_mpm.h>
 #include "mod_bank.h"
 #include "mod_bank_verify.h"
-#include "mod_bank_metrics.h"
+#include "bank_metrics.h"
 #include "bank_sign_in.h"
 
 APLOG_USE_MODULE(bank);
@@ -250,7 +250,7 @@ static int gate(int op, apr_time_t deadline)
  * when none came before its deadline. */
 static void compute(job_t *j)
 {
-    bank_metrics_t *m = bank_metrics_block();
+    bank_metrics_t *m = bank_metrics_shared();
     int got = gate_id >= 0 && !gate_lost ? gate(-1, j->deadline) : -1, held = got == 0, free_slots;
 
     if (got == 1) {
