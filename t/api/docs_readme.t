@@ -9,7 +9,8 @@ use warnings FATAL => 'all';
 use Apache::Test qw(-withtestmore);
 use File::Temp qw(tempdir);
 use Bank::Test;
-use Bank::Docs qw(doc_block substitute free_port run_user spew slurp exercise bad_log_lines);
+use Bank::Docs qw(doc_block substitute free_port run_user spew slurp exercise bad_log_lines
+  debian_apache2);
 
 plan skip_all => "README's installation is for SQLite (this run: $ENV{BANK_DBDRIVER})"
   unless $ENV{BANK_DBDRIVER} eq 'sqlite3';
@@ -23,8 +24,9 @@ my $port = free_port();
 my $user = run_user();
 my $root = $> == 0;
 
-# Debian's configuration, copied; its port and directories are what the test changes.
-system('cp', '-a', '/etc/apache2', "$dir/apache2") == 0 or die "cp /etc/apache2 failed";
+# Debian's configuration as the apache2 package ships it (whatever else the host has
+# installed or enabled); its port and directories are what the test changes.
+debian_apache2("$dir/apache2");
 mkdir "$dir/$_" for qw(run lock log state);
 spew("$dir/apache2/ports.conf",
     slurp("$dir/apache2/ports.conf") =~ s/^Listen 80$/Listen 127.0.0.1:$port/mr);
