@@ -18,6 +18,7 @@
 #include "mod_bank_bvn.h"
 #include "mod_bank_sign_in.h"
 #include "mod_bank_webhook.h"
+#include "mod_bank_health.h"
 #include "mod_bank_idp.h"
 #include "mod_bank_verify.h"
 #include "mod_bank_auth.h"
@@ -36,6 +37,7 @@ static const struct {
     {"bank-webhook", bank_webhook_handler, BANK_EP_WEBHOOK},
     {"bank-error", bank_error_document_handler, BANK_EP_NONE},
     {"bank-metrics", bank_metrics_handler, BANK_EP_NONE},
+    {"bank-health", bank_health_handler, BANK_EP_NONE},
 };
 
 /* A <Location /x> also catches /x/anything: each endpoint serves its own path (and a
@@ -157,7 +159,11 @@ static int bank_post_config(apr_pool_t *pconf, apr_pool_t *plog, apr_pool_t *pte
     if (bank_webhook_post_config(pconf, s) != OK) {
         return HTTP_INTERNAL_SERVER_ERROR;
     }
-    return bank_db_post_config(pconf, plog, ptemp, s);
+    if (bank_db_post_config(pconf, plog, ptemp, s) != OK) {
+        return HTTP_INTERNAL_SERVER_ERROR;
+    }
+    bank_health_post_config(s);
+    return OK;
 }
 
 static int bank_pre_config(apr_pool_t *pconf, apr_pool_t *plog, apr_pool_t *ptemp)

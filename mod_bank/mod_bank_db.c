@@ -24,6 +24,22 @@ static APR_OPTIONAL_FN_TYPE(ap_dbd_close) *dbd_close = NULL;
 /* One per process (created before the fork): SQLite writers of a process take turns (sql.c). */
 static apr_thread_mutex_t *sqlite_writer = NULL;
 
+/* mod_bank's statements in their SQLite form (post_config), prepared by mod_bank itself on
+ * each new SQLite connection once it has a busy timeout. mod_dbd would prepare them before
+ * any post_connect hook or DBDInitSQL could set one: SQLite then fails the prepare at once
+ * with "database is locked" while another process holds the database's lock (a WAL
+ * checkpoint as the old processes of a graceful restart close their connections), and the
+ * new process answers 503 or fails its child init. */
+static const char **sqlite_stmts = NULL;
+
+/* The drivers the servers use, as post_config found them ("sqlite3", "pgsql, sqlite3"). */
+static const char *drivers_used = NULL;
+
+const char *bank_db_drivers(void)
+{
+    return drivers_used && *drivers_used ? drivers_used : "none";
+}
+
 void bank_db_retrieve_optional(void)
 {
     dbd_prepare = APR_RETRIEVE_OPTIONAL_FN(ap_dbd_prepare);
@@ -96,9 +112,9 @@ int bank_db_post_config(apr_pool_t *pconf, apr_pool_t *plog, apr_pool_t *ptemp, 
     const bank_stmt_t *st;
     int i;
     (void)plog;
-    (void)ptemp;
 
     bank_db_retrieve_optional(); /* the optional_fn_retrieve hook runs after post_config */
+    drivers_used = "";
     if (apr_thread_mutex_create(&sqlite_writer, APR_THREAD_MUTEX_DEFAULT, pconf) != APR_SUCCESS) {
         sqlite_writer = NULL;
         ap_log_error(APLOG_MARK, APLOG_WARNING, 0, s,
@@ -127,10 +143,25 @@ int bank_db_post_config(apr_pool_t *pconf, apr_pool_t *plog, apr_pool_t *ptemp, 
         if (driver[0] == '"' && strlen(driver) >= 2) {
             driver = apr_pstrndup(pconf, driver + 1, strlen(driver) - 2);
         }
-        for (i = 0; (st = bank_stmt_at(i)) != NULL; i++) {
-            dbd_prepare(sp, bank_stmt_expand(pconf, st->sql, strcmp(driver, "pgsql") == 0),
-                        st->label);
+        if (!ap_find_token(ptemp, drivers_used, driver)) {
+            drivers_used = *drivers_used
+                               ? apr_pstrcat(pconf, drivers_used, ", ", driver, (char *)NULL)
+                               : driver;
         }
+        if (strcmp(driver, "pgsql") != 0) {
+            continue; /* SQLite: prepared on each connection in session_setup */
+        }
+        for (i = 0; (st = bank_stmt_at(i)) != NULL; i++) {
+            dbd_prepare(sp, bank_stmt_expand(pconf, st->sql, 1), st->label);
+        }
+    }
+    i = 0;
+    while (bank_stmt_at(i) != NULL) {
+        i++;
+    }
+    sqlite_stmts = apr_pcalloc(pconf, sizeof(*sqlite_stmts) * (i + 1));
+    for (i = 0; (st = bank_stmt_at(i)) != NULL; i++) {
+        sqlite_stmts[i] = bank_stmt_expand(pconf, st->sql, 0);
     }
     return OK;
 }
@@ -178,13 +209,24 @@ static int *sqlite_ro_mark(ap_dbd_t *dbd)
 }
 
 /* Prepares every statement of a connection's configuration (other modules' too) on handle,
- * under its label, into a new *prepared. NULL, or the label that failed. */
+ * under its label, into a new *prepared; on SQLite mod_bank's own too. NULL, or the label
+ * that failed. */
 static const char *prepare_all(apr_pool_t *pool, dbd_cfg_t *cfg, const apr_dbd_driver_t *driver,
                                apr_dbd_t *handle, apr_hash_t **prepared)
 {
     apr_hash_index_t *hi;
+    int i;
 
     *prepared = apr_hash_make(pool);
+    for (i = 0; !bank_dbd_is_pgsql(driver) && sqlite_stmts && sqlite_stmts[i]; i++) {
+        apr_dbd_prepared_t *st = NULL;
+        const char *label = bank_stmt_at(i)->label;
+
+        if (apr_dbd_prepare(driver, pool, handle, sqlite_stmts[i], label, &st) != 0) {
+            return label;
+        }
+        apr_hash_set(*prepared, label, APR_HASH_KEY_STRING, st);
+    }
     for (hi = apr_hash_first(pool, cfg->queries); hi; hi = apr_hash_next(hi)) {
         const void *label;
         void *query;
@@ -221,6 +263,9 @@ static void session_setup(apr_pool_t *pool, server_rec *s, const apr_dbd_driver_
         }
         return;
     }
+    /* Before anything that reads the schema: a locked database is waited for (DBDInitSQL,
+     * which runs after this, may set another timeout for the requests). */
+    (void)bank_db_query(db, BANK_SQLITE_BUSY_SQL); /* it returns a row: not an error */
     if (bank_db_query(db, BANK_SQLITE_SESSION_SQL) == 0) {
         bank_db_query_value(db, "PRAGMA foreign_keys", &on);
     }

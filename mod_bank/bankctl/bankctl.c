@@ -10,6 +10,7 @@
 #include <apr_file_info.h>
 #include "bankctl.h"
 #include "bank_limits.h"
+#include "bank_version.h"
 
 #define STR(x) #x
 #define XSTR(x) STR(x)
@@ -17,6 +18,7 @@
 static const char usage_head[] =
     "usage: bankctl [--db sqlite:PATH | --db postgresql://...] COMMAND [OPTIONS]\n"
     "       bankctl [COMMAND [SUBCOMMAND]] --help\n"
+    "       bankctl --version\n"
     "\n";
 
 static const char usage_tail[] =
@@ -143,6 +145,10 @@ static int global_options(ctl_t *c, int argc, const char *const *argv)
     for (i = 1; i < argc && strncmp(argv[i], "-", 1) == 0; i++) {
         if (c->db_spec && strncmp(argv[i], "--db", 4) == 0) {
             die(EXIT_USAGE, "--db given twice");
+        }
+        if (strcmp(argv[i], "--version") == 0) {
+            printf("bankctl (mod_bank) %s\n", BANK_VERSION);
+            exit(0);
         }
         if (is_help(argv[i])) {
             usage(stdout, NULL);
