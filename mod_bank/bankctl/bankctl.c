@@ -44,6 +44,7 @@ static const opt_t o_bvn_check[] = {{"bvn", 1},         {"dob", 1},     {"first"
 static const opt_t o_token_issue[] = {{"email", 1}, {"ttl", 1}, {"abilities", 1}, {NULL, 0}};
 static const opt_t o_email[] = {{"email", 1}, {NULL, 0}};
 static const opt_t o_notices[] = {{"limit", 1}, {"json", 0}, {NULL, 0}};
+static const opt_t o_check[] = {{"f", 1}, {NULL, 0}};
 
 static const ctl_command_t commands[] = {
     {"migrate", NULL, "migrate", o_migrate,
@@ -84,6 +85,13 @@ static const ctl_command_t commands[] = {
      "notices [--limit N] [--json]\n"
      "      list payment notices, newest first (default 20); --json: one object a line\n",
      cmd_notices},
+    {"check", NULL, "check", o_check,
+     "check [-f HTTPD-CONF]\n"
+     "      check an httpd configuration (default /etc/apache2/apache2.conf) as its User: each\n"
+     "      database opens and has this build's schema, file modes of the database and key\n"
+     "      files, provider credentials and TLS, DBDMin/DBDKeep/DBDMax and max_connections;\n"
+     "      one line per check, exit 1 on any failure (run it as root)\n",
+     cmd_check},
     {NULL, NULL, NULL, NULL, NULL, NULL}};
 
 void die(int code, const char *fmt, ...)
