@@ -59,12 +59,22 @@ my ($secret)     = $conf =~ /^BankWebhookSecret (\S+)/m;
 my @steps = grep { /\S/ && !/^\s*#/ } split /\n/, doc_block('README.md', 'readme-debian-steps');
 for my $step (@steps) {
     next if $step =~ /^(apache2ctl|systemctl)\b/;
-    my $cmd = $step =~ s{/var/lib/mod_bank}{$dir/lib}gr =~ s{(^|\s)bankctl\b}{$1$work/bin/bankctl}r;
+    my $cmd = $step =~ s{/var/lib/mod_bank}{$dir/lib}gr =~ s{/etc/apache2}{$dir/apache2}gr
+      =~ s{(^|\s)bankctl\b}{$1$work/bin/bankctl}r;
+    $cmd .= " -f $dir/apache2/apache2.conf" if $step eq 'bankctl check';
     $cmd =~ s/ -o www-data -g www-data// unless $root;
     $cmd =~ s/^runuser -u www-data -- // unless $root;
     my $out = `$cmd 2>&1`;
     is($?, 0, "README step runs: $step") or diag($out);
+    if ($step eq 'bankctl check') {
+        is(join("\n", grep { !/^ok   / && !/^bankctl check: all ok$/ } split /\n/, $out), '',
+            'bankctl check: every line ok');
+        like($out, qr/^ok   schema: /m, 'bankctl check: the schema checked');
+    }
 }
+is(sprintf('%04o', (stat "$dir/apache2/conf-available/mod_bank.conf")[2] & 07777), '0600',
+    'the file with the keys is 0600');
+is(sprintf('%04o', (stat "$dir/lib")[2] & 07777), '0700', 'the database directory is 0700');
 ok((grep { /^a2enmod dbd$/ } @steps) && (grep { /^a2enconf mod_bank$/ } @steps),
     'README enables mod_dbd and the file');
 

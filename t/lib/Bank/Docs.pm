@@ -103,7 +103,8 @@ sub bad_log_lines {
     return grep { !/AH01882: / } @bad;
 }
 
-# Calls every endpoint at $base and checks the answers. Options: client_key, webhook_secret,
+# Calls every endpoint at $base (sign-out and the health check included) and checks the
+# answers. Options: client_key, webhook_secret,
 # hmac_key and hmac_header (when the configuration requires a signature), webhook_path.
 sub exercise {
     my ($base, $what, %o) = @_;
@@ -157,6 +158,14 @@ sub exercise {
         assert_error($req->(POST => $path, headers => \%h, body => $text), 401,
             'E_INVALID_SIGNATURE', "$what: webhook signed with another key");
     }
+
+    $res = $req->(GET => '/health');
+    is($res->code, 200, "$what: GET /health from this host answers 200") or diag($res->as_string);
+    is(((decode_body($res) || {})->{body} || {})->{database}, 'ok', "$what: health: database ok");
+    $res = $req->(POST => '/auth/sign_out', headers => { Authorization => "Bearer $token" });
+    is($res->code, 200, "$what: sign-out answers 200") or diag($res->as_string);
+    is(((decode_body($res) || {})->{body} || {})->{revoked}, JSON::PP::true(),
+        "$what: sign-out revokes the token");
     return;
 }
 
