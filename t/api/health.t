@@ -60,7 +60,10 @@ unlike($res->content, qr/missing-dir|bank\.db|SELECT|schema_version/i,
 my $dir = tempdir(CLEANUP => 1, DIR => $ENV{BANK_TEST_ROOT} || '/tmp');
 chmod 0755, $dir;
 my $port = free_port();
+# Started as from a root shell (HOME=/root): the children, not root, drop that HOME.
+local $ENV{HOME} = '/root';
 spew("$dir/httpd.conf", private_conf($dir, 'httpd', $port) . <<'CONF');
+LogLevel warn bank:info
 <Location /health>
     SetHandler bank-health
 </Location>
@@ -73,6 +76,12 @@ health_ok($ua->get("http://127.0.0.1:$port/health"), 'no provider configured', i
 like($h->log_since(0),
     qr/\[bank:notice\].*BANK1501: mod_bank \Q$version\E configured, database driver: \Q$ENV{BANK_DBDRIVER}\E$/m,
     'start-up notice: mod_bank, its version and the driver');
+SKIP: {
+    skip 'HOME=/root is only unreachable for the children when they run as another user (root)', 1
+      unless $> == 0 && !(-x '/root' && (stat '/root')[2] & 01);
+    like($h->log_since(0), qr/BANK1502: HOME \/root cannot be entered by this process: unset/,
+        'a HOME the children cannot enter is dropped (libpq then looks in the User\'s home)');
+}
 my $mark = $h->log_mark;
 $h->graceful('own server');
 like($h->log_since($mark), qr/BANK1501: mod_bank \Q$version\E configured/,
