@@ -237,6 +237,10 @@ static void directive(conf_t *cf, const char *name, const apr_array_header_t *a,
             apr_pstrcat(p, first, a->nelts > 1 ? " " : "",
                         a->nelts > 1 ? APR_ARRAY_IDX(a, 1, const char *) : "", (char *)NULL);
     } else if (!strcasecmp(name, "BankBvnProviderCredentials")) {
+        if (a->nelts == 1 && strncmp(first, "file:", 5) != 0) { /* the bare path of a file */
+            APR_ARRAY_PUSH(s->key_files, const char *) =
+                first[0] == '/' ? first : apr_pstrcat(p, cf->root, "/", first, (char *)NULL);
+        }
         APR_ARRAY_PUSH(s->credentials, const char *) =
             apr_pstrcat(p, first, a->nelts > 1 ? " " : "",
                         a->nelts > 1 ? APR_ARRAY_IDX(a, 1, const char *) : "", (char *)NULL);
@@ -475,9 +479,10 @@ static void provider_checks(conf_t *cf, const scope_t *s, const scope_t *inherit
                 apr_psprintf(p, "%s (%s): no BankBvnProviderCredentials", kind_name, s->name));
         } else {
             const char *c0 = APR_ARRAY_IDX(cred, 0, const char *);
-            why = !strncmp(c0, "file:", 5)
-                      ? bank_idp_credentials_file(p, c0 + 5, &app, &secret)
-                      : (strchr(c0, ' ') ? NULL : "an application id and a secret are needed");
+            /* APP-ID SECRET, or one file (file:PATH or the bare path) holding them */
+            why = strchr(c0, ' ') ? NULL
+                                  : bank_idp_credentials_file(
+                                        p, strncmp(c0, "file:", 5) ? c0 : c0 + 5, &app, &secret);
             say(cf, !why, "provider credentials",
                 apr_psprintf(p, "%s (%s): %s", kind_name, s->name, why ? why : "present"));
         }

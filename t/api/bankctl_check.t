@@ -119,6 +119,12 @@ if ($pg) {
 fails('nocreds', conf(extra => "<Location /onboarding/bvn>\n    BankBvnProvider dojah\n</Location>"),
     qr/^FAIL provider credentials: dojah \(main server\): no BankBvnProviderCredentials$/m,
     'a provider without credentials');
+spew("$dir/idp.credentials", "app-id-1 secret-key-1\n");
+chmod 0640, "$dir/idp.credentials";
+fails('credmode', conf(extra => "<Location /onboarding/bvn>\n    BankBvnProvider dojah\n"
+      . "    BankBvnProviderCredentials $dir/idp.credentials\n</Location>"),
+    qr/^FAIL file mode of a key file: \Q$dir\E\/idp\.credentials is 0640/m,
+    'a provider credentials file the group can read');
 my $closed = free_port();
 fails('notls', conf(extra => "<Location /onboarding/bvn>\n    BankBvnProvider prembly https://127.0.0.1:$closed\n"
       . "    BankBvnProviderCredentials app-id-1 secret-key-1\n</Location>"),
