@@ -573,6 +573,11 @@ static void as_user(conf_t *cf, const scope_t *s, int dbd_max)
             _exit(1);
         }
         child.failures = 0;
+        /* As mod_bank's children do: a HOME the User cannot enter (a root shell's) is
+         * dropped, so libpq looks in the User's own home for its files. */
+        if (getenv("HOME") && access(getenv("HOME"), X_OK) != 0) {
+            unsetenv("HOME");
+        }
         database_checks(&child, s, pw, dbd_max);
         fflush(stdout);
         _exit(child.failures ? 1 : 0);
