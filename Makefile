@@ -128,7 +128,8 @@ install: build
 # refuses while README's conf-available/mod_bank.conf is enabled: apache2 would no longer
 # start (a2disconf mod_bank first).
 uninstall:
-	@if [ -e $(DESTDIR)/etc/apache2/conf-enabled/mod_bank.conf ]; then \
+	@if [ -e $(DESTDIR)/etc/apache2/conf-enabled/mod_bank.conf ] || \
+	    [ -L $(DESTDIR)/etc/apache2/conf-enabled/mod_bank.conf ]; then \
 	    echo "uninstall: mod_bank.conf is enabled: run a2disconf mod_bank first" >&2; exit 1; fi
 	rm -f $(DESTDIR)$(LIBEXECDIR)/mod_bank.so $(DESTDIR)$(PREFIX)/bin/bankctl \
 	    $(DESTDIR)/etc/apache2/mod_bank/bank.conf
