@@ -110,6 +110,16 @@ is($?, 0, 'bankctl check: every check passes') or diag($out);
 like($out, qr/^ok   database \(main server\): opened pgsql .*sslmode=verify-full.* as www-data$/m,
     'bankctl check: the database over verified TLS as www-data');
 
+# The same with a wrong password in pgpass: bankctl check says so, before any traffic.
+my $right = slurp("$etc/pgpass");
+spew("$etc/pgpass", $right =~ s/:[^:\n]+$/:not-the-password/mr);
+$out = `$work/bin/bankctl check -f $dir/httpd.conf 2>&1`;
+is($? >> 8, 1, 'bankctl check with a wrong database password: exit 1');
+like($out, qr/^FAIL database \(main server\): cannot open pgsql .* as www-data: .*password authentication failed for user "mod_bank"/m,
+    'bankctl check: the FAIL line says the password was refused') or diag($out);
+unlike($out, qr/not-the-password|change-me-runtime/, 'bankctl check: no password printed');
+spew("$etc/pgpass", $right);
+
 my $h = Bank::Docs::Httpd->new(args => ['-f', "$dir/httpd.conf"], port => $port, scheme => 'https',
     log => "$dir/log/mod_bank-error.log", pidfile => "$dir/run/apache2.pid");
 $h->check_syntax('TLS PostgreSQL');
