@@ -131,6 +131,10 @@ is($?, 0, 'the packaged bankctl migrates as www-data') or diag($text);
 $text = `a2enmod bank 2>&1 && a2ensite bank 2>&1`;
 is($?, 0, 'a2enmod bank && a2ensite bank') or diag($text);
 configtest('enabled');
+$text = `env -u BANK_CHECKOUT -u BANK_SQL_DIR /usr/bin/bankctl check 2>&1`;
+is($?, 0, 'enabled: bankctl check (Debian\'s apache2.conf) passes') or diag($text);
+like($text, qr/^ok   database \(<VirtualHost \*:80> in \/etc\/apache2\/sites-enabled\/bank\.conf\): opened sqlite3 .* as www-data$/m,
+    'enabled: bankctl check opened the site\'s database as www-data');
 starts('enabled');
 my $res = get('/health');
 is($res->code, 200, 'enabled: GET /health (Host: bank.example.org) answers 200') or diag($res->as_string);
