@@ -175,3 +175,15 @@ const char *bank_metrics_prometheus(apr_pool_t *p, const bank_metrics_t *m)
         family_head(p, "bank_build_info", "gauge", "The running mod_bank's version (always 1)."),
         "bank_build_info{version=\"" BANK_VERSION "\"} 1\n", (char *)NULL);
 }
+
+static bank_metrics_t *shared;
+
+void bank_metrics_share(bank_metrics_t *m)
+{
+    shared = m;
+}
+
+bank_metrics_t *bank_metrics_shared(void)
+{
+    return shared;
+}
