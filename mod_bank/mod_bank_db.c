@@ -202,7 +202,7 @@ static apr_status_t bank_db_post_connect(apr_pool_t *pool, dbd_cfg_t *cfg, ap_db
     conn->params = cfg->params;
     conn->init_sql = cfg->init_queries;
     conn->statements = cfg->queries;
-    if (!bank_dbd_is_pgsql(rec->driver) && sqlite_statements) {
+    if (!bank_db_conn_is_pgsql(conn) && sqlite_statements) {
         conn->statements = apr_hash_overlay(rec->pool, sqlite_statements, cfg->queries);
     }
     conn->source_data = rec;
