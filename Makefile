@@ -32,7 +32,8 @@ FUZZ_SECONDS ?= 30
 FUZZ_SRC  := $(wildcard t/fuzz/fuzz_*.c)
 FUZZ_BIN  := $(patsubst t/fuzz/%.c,$(BUILD)/fuzz/%,$(FUZZ_SRC))
 
-.PHONY: all deps build run start stop test unit itest fuzz format lint clean bench memcheck install deb
+.PHONY: all deps build run start stop test unit itest fuzz format lint clean bench memcheck install \
+        uninstall deb
 all: build
 
 deps:
@@ -123,6 +124,18 @@ install: build
 	cp -r sql $(DESTDIR)$(PREFIX)/share/mod_bank/
 	install -m 644 conf/bank.conf $(DESTDIR)/etc/apache2/mod_bank/bank.conf
 
+# Removes what make install put there (the database and the operator's own files stay). It
+# refuses while README's conf-available/mod_bank.conf is enabled: apache2 would no longer
+# start (a2disconf mod_bank first).
+uninstall:
+	@if [ -e $(DESTDIR)/etc/apache2/conf-enabled/mod_bank.conf ] || \
+	    [ -L $(DESTDIR)/etc/apache2/conf-enabled/mod_bank.conf ]; then \
+	    echo "uninstall: mod_bank.conf is enabled: run a2disconf mod_bank first" >&2; exit 1; fi
+	rm -f $(DESTDIR)$(LIBEXECDIR)/mod_bank.so $(DESTDIR)$(PREFIX)/bin/bankctl \
+	    $(DESTDIR)/etc/apache2/mod_bank/bank.conf
+	rm -rf $(DESTDIR)$(PREFIX)/share/mod_bank
+	-rmdir $(DESTDIR)/etc/apache2/mod_bank 2>/dev/null
+
 # The Debian package build/libapache2-mod-bank_<version>_<arch>.deb (dpkg-deb, then lintian:
 # an error fails the build). Contents and use: docs/deployment.md.
 deb: build $(BUILD)/deb/bankctl
@@ -139,7 +152,7 @@ lint:
 	    -D_GNU_SOURCE mod_bank/ t/fuzz/
 	clang-format --dry-run --Werror mod_bank/*.c mod_bank/*.h mod_bank/bankctl/*.[ch] include/*.h t/unit/*.c \
 	    t/unit/*.h t/fuzz/*.c t/fuzz/*.h t/bench/*.c
-	shellcheck scripts/* .ci/run
+	shellcheck scripts/* .ci/run packaging/deb/maint/*
 	./scripts/check-tags
 	./scripts/check-layers
 

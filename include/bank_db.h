@@ -116,6 +116,9 @@ const char *bank_db_prepare(bank_db_t *db, const char *label, const char *sql, i
 /* The session settings mod_bank needs on a PostgreSQL connection, whatever the server's or
  * role's defaults: ISO dates (bank_time_parse reads them in any TimeZone) and UTF-8. */
 #define BANK_PG_SESSION_SQL "SET DateStyle = 'ISO'; SET client_encoding = 'UTF8'"
+/* How long a new SQLite connection waits for a locked database while mod_bank sets up its
+ * session and prepares its statements (SQLite's own default: fail at once). */
+#define BANK_SQLITE_BUSY_SQL "PRAGMA busy_timeout = 5000"
 /* SQLite enforces foreign keys only when each connection asks for it. */
 #define BANK_SQLITE_SESSION_SQL "PRAGMA foreign_keys = ON"
 /* Each SQLite connection's page cache, in KiB (SQLite's default is 2,000 KiB). mod_dbd keeps

@@ -124,6 +124,8 @@ int bank_idp_breaker_allow(bank_idp_breaker_t *b, const char *url, apr_time_t no
  * breaker; a failure counts, and the BANK_IDP_BREAKER_FAILURES-th in a row opens it.
  * Returns 1 when this failure opened it. */
 int bank_idp_breaker_record(bank_idp_breaker_t *b, const char *url, int ok, apr_time_t now);
+/* 1 while the breaker of any base URL is open (calls refused), else 0. */
+int bank_idp_breaker_any_open(bank_idp_breaker_t *b, apr_time_t now);
 /* The provider at url answered (a match or a mismatch) after `took`: kept among its latest
  * BANK_IDP_LATENCY_SAMPLES answer times, in the same shared memory. */
 void bank_idp_latency_record(bank_idp_breaker_t *b, const char *url, apr_interval_time_t took);

@@ -153,6 +153,8 @@ typedef struct {
 
 /* The active banks (bank_bank_t), in no particular order. */
 bank_db_rc bank_store_banks_active(bank_db_t *db, apr_array_header_t **out);
+/* The highest migration applied (schema_version; none: 0). */
+bank_db_rc bank_store_schema_version(bank_db_t *db, apr_int64_t *version);
 
 /* One notice to store: what it is, then what storing it did. */
 typedef struct {

@@ -24,6 +24,8 @@ int bank_db_failed(request_rec *r, bank_db_t *db, bank_db_rc rc, const char *wha
 /* Prepares every statement of bank_statements for each server at config time. */
 int bank_db_post_config(apr_pool_t *pconf, apr_pool_t *plog, apr_pool_t *ptemp, server_rec *s);
 void bank_db_retrieve_optional(void);
+/* The database drivers of the servers, as the last post_config found them ("none": none). */
+const char *bank_db_drivers(void);
 /* Registers mod_bank on mod_dbd's post_connect hook (each new connection described for the
  * data layer, its session set up). */
 void bank_db_register_hooks(void);

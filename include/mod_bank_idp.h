@@ -38,5 +38,8 @@ int bank_idp_unavailable(request_rec *r, const bank_idp_onboard_t *b);
 /* libcurl's global set-up and the circuit breaker's shared memory, in the parent before
  * any child exists. */
 int bank_idp_post_config(apr_pool_t *pconf, server_rec *s);
+/* For GET /health: "none" (no provider configured), "circuit_open" (the breaker of a
+ * provider refuses calls now) or "ok". */
+const char *bank_idp_health(void);
 
 #endif

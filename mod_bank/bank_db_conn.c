@@ -94,6 +94,9 @@ static void session_setup(const bank_db_conn_t *conn, apr_dbd_t *handle, apr_poo
         }
         return;
     }
+    /* First: a locked database is waited for while the session is set up and the statements
+     * prepared (DBDInitSQL, which may run after this, may set the requests' own timeout). */
+    (void)bank_db_query(db, BANK_SQLITE_BUSY_SQL); /* it returns a row: not an error */
     if (bank_db_query(db, BANK_SQLITE_SESSION_SQL) == 0) {
         bank_db_query_value(db, "PRAGMA foreign_keys", &on);
     }

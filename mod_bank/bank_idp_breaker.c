@@ -99,6 +99,21 @@ int bank_idp_breaker_record(bank_idp_breaker_t *b, const char *url, int ok, apr_
     return 1;
 }
 
+int bank_idp_breaker_any_open(bank_idp_breaker_t *b, apr_time_t now)
+{
+    apr_uint32_t sec = (apr_uint32_t)apr_time_sec(now), i;
+
+    for (i = 0; b && i < BREAKER_SLOTS; i++) {
+        breaker_slot *s = &b->slot[i];
+        if (apr_atomic_read32(&s->key) != 0 &&
+            apr_atomic_read32(&s->failures) >= BANK_IDP_BREAKER_FAILURES &&
+            sec < apr_atomic_read32(&s->open_until)) {
+            return 1;
+        }
+    }
+    return 0;
+}
+
 void bank_idp_latency_record(bank_idp_breaker_t *b, const char *url, apr_interval_time_t took)
 {
     breaker_slot *s = b ? find(b, url) : NULL;

@@ -3,6 +3,7 @@
 #include <apr_atomic.h>
 #include <apr_strings.h>
 #include "bank_metrics.h"
+#include "bank_version.h"
 
 static const char *const endpoint_names[BANK_EP_COUNT] = {"sign_in", "sign_out", "bvn", "banks",
                                                           "webhook"};
@@ -183,7 +184,10 @@ const char *bank_metrics_prometheus(apr_pool_t *p, const bank_metrics_t *m)
         out = apr_pstrcat(p, out, render_histogram(p, &m->latency[e], endpoint_names[e]),
                           (char *)NULL);
     }
-    return out;
+    return apr_pstrcat(
+        p, out,
+        family_head(p, "bank_build_info", "gauge", "The running mod_bank's version (always 1)."),
+        "bank_build_info{version=\"" BANK_VERSION "\"} 1\n", (char *)NULL);
 }
 
 static bank_metrics_t *shared;

@@ -104,8 +104,25 @@ const bank_stmt_t bank_store_notice_sql[] = {
      " receiver_account_number, receiver_bank_code, session_id, status_code, status_message,"
      " transaction_reference, wallet_id, client_ref, customer_reference, customer_id,"
      " received_at FROM payment_notices ORDER BY received_at DESC LIMIT %d"},
+    /* The schema's version (version_cols): GET /health and bankctl check. */
+    {"bank_schema_version", "SELECT MAX(version) FROM schema_version"},
     {NULL, NULL}};
 /* clang-format on */
+
+typedef struct {
+    apr_int64_t version;
+} version_row;
+static const bank_col_t version_cols[] = {BANK_COL(INT64, version_row, version), BANK_COL_LAST};
+
+bank_db_rc bank_store_schema_version(bank_db_t *db, apr_int64_t *version)
+{
+    version_row row = {0};
+    bank_db_rc rc =
+        bank_db_row(db, "bank_schema_version", 0, NULL, version_cols, &row, sizeof(row));
+
+    *version = row.version;
+    return rc;
+}
 
 bank_db_rc bank_store_banks_active(bank_db_t *db, apr_array_header_t **out)
 {

@@ -2,6 +2,8 @@
  * with SetHandler (docs/configuration.md). Routing is httpd's: r->uri is only compared with the
  * Location that already matched, to refuse paths below it (404, docs/api.md). */
 #include <string.h>
+#include <unistd.h>
+#include <apr_env.h>
 #include <httpd.h>
 #include <http_config.h>
 #include <http_protocol.h>
@@ -19,6 +21,7 @@
 #include "mod_bank_bvn.h"
 #include "mod_bank_sign_in.h"
 #include "mod_bank_webhook.h"
+#include "mod_bank_health.h"
 #include "mod_bank_idp.h"
 #include "mod_bank_verify.h"
 #include "mod_bank_auth.h"
@@ -37,6 +40,7 @@ static const struct {
     {"bank-webhook", bank_webhook_handler, BANK_EP_WEBHOOK},
     {"bank-error", bank_error_document_handler, BANK_EP_NONE},
     {"bank-metrics", bank_metrics_handler, BANK_EP_NONE},
+    {"bank-health", bank_health_handler, BANK_EP_NONE},
 };
 
 /* A <Location /x> also catches /x/anything: each endpoint serves its own path (and a
@@ -158,7 +162,11 @@ static int bank_post_config(apr_pool_t *pconf, apr_pool_t *plog, apr_pool_t *pte
     if (bank_webhook_post_config(pconf, s) != OK) {
         return HTTP_INTERNAL_SERVER_ERROR;
     }
-    return bank_db_post_config(pconf, plog, ptemp, s);
+    if (bank_db_post_config(pconf, plog, ptemp, s) != OK) {
+        return HTTP_INTERNAL_SERVER_ERROR;
+    }
+    bank_health_post_config(s);
+    return OK;
 }
 
 static int bank_pre_config(apr_pool_t *pconf, apr_pool_t *plog, apr_pool_t *ptemp)
@@ -166,6 +174,24 @@ static int bank_pre_config(apr_pool_t *pconf, apr_pool_t *plog, apr_pool_t *ptem
     (void)plog;
     (void)ptemp;
     return bank_webhook_pre_config(pconf);
+}
+
+/* A child of an httpd started from a root shell keeps HOME=/root, which httpd's User cannot
+ * enter; libpq then fails every TLS connection looking for a client certificate under it
+ * (docs/deployment.md). Such a HOME is dropped before mod_dbd opens a connection, and libpq
+ * uses the User's own home directory instead. */
+static void bank_child_home(apr_pool_t *p, server_rec *s)
+{
+    const char *home = NULL;
+
+    if (apr_env_get((char **)&home, "HOME", p) == APR_SUCCESS && home && *home &&
+        access(home, X_OK) != 0) {
+        apr_env_delete("HOME", p);
+        ap_log_error(APLOG_MARK, APLOG_INFO, 0, s,
+                     BANKLOGNO(1502) "HOME %s cannot be entered by this process: unset, so "
+                                     "libpq looks in the User's home directory",
+                     home);
+    }
 }
 
 static void bank_child_init(apr_pool_t *p, server_rec *s)
@@ -187,6 +213,7 @@ static void bank_register_hooks(apr_pool_t *p)
     bank_metrics_register_hooks();
     ap_hook_pre_config(bank_pre_config, NULL, NULL, APR_HOOK_MIDDLE);
     ap_hook_post_config(bank_post_config, NULL, before_dbd, APR_HOOK_MIDDLE);
+    ap_hook_child_init(bank_child_home, NULL, NULL, APR_HOOK_REALLY_FIRST);
     ap_hook_child_init(bank_child_init, NULL, NULL, APR_HOOK_MIDDLE);
     ap_hook_translate_name(bank_translate_name, NULL, NULL, APR_HOOK_LAST);
     ap_hook_map_to_storage(bank_map_to_storage, NULL, NULL, APR_HOOK_FIRST);

@@ -25,6 +25,23 @@ static APR_OPTIONAL_FN_TYPE(ap_dbd_close) *dbd_close = NULL;
 /* One per process (created before the fork): SQLite writers of a process take turns (bank_db.c). */
 static apr_thread_mutex_t *sqlite_writer = NULL;
 
+/* mod_bank's statements in their SQLite form, label -> SQL (post_config). On SQLite they are
+ * not handed to mod_dbd, which would prepare them on a new connection before any
+ * post_connect hook or DBDInitSQL could set a busy timeout: SQLite then fails the prepare at
+ * once with "database is locked" while another process holds the database's lock (a WAL
+ * checkpoint as the old processes of a graceful restart close their connections), and the
+ * new process answers 503 or fails its child init. They are prepared with the connection's
+ * session instead (bank_db_conn_setup), after its busy timeout. */
+static apr_hash_t *sqlite_statements = NULL;
+
+/* The drivers the servers use, as post_config found them ("sqlite3", "pgsql, sqlite3"). */
+static const char *drivers_used = NULL;
+
+const char *bank_db_drivers(void)
+{
+    return drivers_used && *drivers_used ? drivers_used : "none";
+}
+
 void bank_db_retrieve_optional(void)
 {
     dbd_prepare = APR_RETRIEVE_OPTIONAL_FN(ap_dbd_prepare);
@@ -97,9 +114,14 @@ int bank_db_post_config(apr_pool_t *pconf, apr_pool_t *plog, apr_pool_t *ptemp, 
     const bank_stmt_t *st;
     int i;
     (void)plog;
-    (void)ptemp;
 
     bank_db_retrieve_optional(); /* the optional_fn_retrieve hook runs after post_config */
+    drivers_used = "";
+    sqlite_statements = apr_hash_make(pconf);
+    for (i = 0; (st = bank_stmt_at(i)) != NULL; i++) {
+        apr_hash_set(sqlite_statements, st->label, APR_HASH_KEY_STRING,
+                     bank_stmt_expand(pconf, st->sql, 0));
+    }
     if (apr_thread_mutex_create(&sqlite_writer, APR_THREAD_MUTEX_DEFAULT, pconf) != APR_SUCCESS) {
         sqlite_writer = NULL;
         ap_log_error(APLOG_MARK, APLOG_WARNING, 0, s,
@@ -128,9 +150,16 @@ int bank_db_post_config(apr_pool_t *pconf, apr_pool_t *plog, apr_pool_t *ptemp, 
         if (driver[0] == '"' && strlen(driver) >= 2) {
             driver = apr_pstrndup(pconf, driver + 1, strlen(driver) - 2);
         }
+        if (!ap_find_token(ptemp, drivers_used, driver)) {
+            drivers_used = *drivers_used
+                               ? apr_pstrcat(pconf, drivers_used, ", ", driver, (char *)NULL)
+                               : driver;
+        }
+        if (strcmp(driver, "pgsql") != 0) {
+            continue; /* SQLite: prepared with each connection's session (above) */
+        }
         for (i = 0; (st = bank_stmt_at(i)) != NULL; i++) {
-            dbd_prepare(sp, bank_stmt_expand(pconf, st->sql, strcmp(driver, "pgsql") == 0),
-                        st->label);
+            dbd_prepare(sp, bank_stmt_expand(pconf, st->sql, 1), st->label);
         }
     }
     return OK;
@@ -173,6 +202,9 @@ static apr_status_t bank_db_post_connect(apr_pool_t *pool, dbd_cfg_t *cfg, ap_db
     conn->params = cfg->params;
     conn->init_sql = cfg->init_queries;
     conn->statements = cfg->queries;
+    if (!bank_db_conn_is_pgsql(conn) && sqlite_statements) {
+        conn->statements = apr_hash_overlay(rec->pool, sqlite_statements, cfg->queries);
+    }
     conn->source_data = rec;
     apr_pool_userdata_setn(conn, BANK_DBD_CONN_KEY, NULL, rec->pool);
     bank_db_conn_setup(conn, pool, &w, 1);

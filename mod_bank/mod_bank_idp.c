@@ -4,7 +4,9 @@
 #include <apr_strings.h>
 #include <apr_thread_proc.h>
 #include <apr_shm.h>
+#include <strings.h>
 #include <http_protocol.h>
+#include <http_config.h>
 #include "mod_bank_idp.h"
 #include "mod_bank_http.h"
 #include "mod_bank_metrics.h"
@@ -13,6 +15,30 @@
 APLOG_USE_MODULE(bank);
 
 static bank_idp_breaker_t *breaker = NULL;
+/* 1 when the configuration names a provider anywhere (BankBvnProvider other than none). */
+static int provider_configured = 0;
+
+static int names_provider(const ap_directive_t *d)
+{
+    for (; d; d = d->next) {
+        if (!strcasecmp(d->directive, "BankBvnProvider") && d->args &&
+            strncasecmp(d->args, "none", 4) != 0) {
+            return 1;
+        }
+        if (d->first_child && names_provider(d->first_child)) {
+            return 1;
+        }
+    }
+    return 0;
+}
+
+const char *bank_idp_health(void)
+{
+    if (!provider_configured) {
+        return "none";
+    }
+    return bank_idp_breaker_any_open(breaker, apr_time_now()) ? "circuit_open" : "ok";
+}
 
 #define IDP_UNAVAILABLE "BVN verification is unavailable right now; try again later"
 
@@ -20,6 +46,7 @@ int bank_idp_post_config(apr_pool_t *pconf, server_rec *s)
 {
     apr_shm_t *shm = NULL;
 
+    provider_configured = names_provider(ap_conftree);
     if (bank_idp_global_init() != 0) {
         ap_log_error(APLOG_MARK, APLOG_CRIT, 0, s,
                      BANKLOGNO(1902) "libcurl failed to initialise: no identity provider calls");

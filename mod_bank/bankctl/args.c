@@ -41,12 +41,17 @@ apr_table_t *ctl_parse_opts(ctl_t *c, int argc, const char *const *argv,
             printf("usage: bankctl [--db DB] %s\n", command->usage);
             exit(0);
         }
-        /* Values are never echoed: a stray argument may be a password or a BVN. */
-        if (strncmp(a, "--", 2) != 0 || a[2] == '\0') {
+        /* Values are never echoed: a stray argument may be a password or a BVN. A
+         * one-letter option is written -x (bankctl check -f FILE, as apache2 -f). */
+        if (a[0] == '-' && a[1] && a[1] != '-' && a[2] == '\0') {
+            eq = NULL;
+            name = a + 1;
+        } else if (strncmp(a, "--", 2) != 0 || a[2] == '\0') {
             die(EXIT_USAGE, "%s: unexpected argument (options are --name VALUE)", cmd);
+        } else {
+            eq = strchr(a, '=');
+            name = eq ? apr_pstrndup(c->pool, a + 2, (apr_size_t)(eq - a - 2)) : a + 2;
         }
-        eq = strchr(a, '=');
-        name = eq ? apr_pstrndup(c->pool, a + 2, (apr_size_t)(eq - a - 2)) : a + 2;
         if (strcmp(name, "db") == 0) {
             static const opt_t db_opt = {"db", 1};
             o = &db_opt;
@@ -55,7 +60,7 @@ apr_table_t *ctl_parse_opts(ctl_t *c, int argc, const char *const *argv,
             }
         }
         if (!o->name) {
-            die(EXIT_USAGE, "%s: unknown option --%s", cmd, name);
+            die(EXIT_USAGE, "%s: unknown option %s%s", cmd, name[1] ? "--" : "-", name);
         }
         if (o->has_value) {
             val = eq ? eq + 1 : (i + 1 < argc ? argv[++i] : NULL);

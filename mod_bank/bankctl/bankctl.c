@@ -10,6 +10,7 @@
 #include "bankctl.h"
 #include "bank_limits.h"
 #include "bank_log.h"
+#include "bank_version.h"
 
 #define STR(x) #x
 #define XSTR(x) STR(x)
@@ -17,6 +18,7 @@
 static const char usage_head[] =
     "usage: bankctl [--db sqlite:PATH | --db postgresql://...] COMMAND [OPTIONS]\n"
     "       bankctl [COMMAND [SUBCOMMAND]] --help\n"
+    "       bankctl --version\n"
     "\n";
 
 static const char usage_tail[] =
@@ -42,6 +44,7 @@ static const opt_t o_bvn_check[] = {{"bvn", 1},         {"dob", 1},     {"first"
 static const opt_t o_token_issue[] = {{"email", 1}, {"ttl", 1}, {"abilities", 1}, {NULL, 0}};
 static const opt_t o_email[] = {{"email", 1}, {NULL, 0}};
 static const opt_t o_notices[] = {{"limit", 1}, {"json", 0}, {NULL, 0}};
+static const opt_t o_check[] = {{"f", 1}, {NULL, 0}};
 
 static const ctl_command_t commands[] = {
     {"migrate", NULL, "migrate", o_migrate,
@@ -82,6 +85,13 @@ static const ctl_command_t commands[] = {
      "notices [--limit N] [--json]\n"
      "      list payment notices, newest first (default 20); --json: one object a line\n",
      cmd_notices},
+    {"check", NULL, "check", o_check,
+     "check [-f HTTPD-CONF]\n"
+     "      check an httpd configuration (default /etc/apache2/apache2.conf) as its User: each\n"
+     "      database opens and has this build's schema, file modes of the database and key\n"
+     "      files, provider credentials and TLS, DBDMin/DBDKeep/DBDMax and max_connections;\n"
+     "      one line per check, exit 1 on any failure (run it as root)\n",
+     cmd_check},
     {NULL, NULL, NULL, NULL, NULL, NULL}};
 
 /* The core's log (bank_log.h) on stderr: warnings and worse, with their tag. */
@@ -142,6 +152,10 @@ static int global_options(ctl_t *c, int argc, const char *const *argv)
     for (i = 1; i < argc && strncmp(argv[i], "-", 1) == 0; i++) {
         if (c->db_spec && strncmp(argv[i], "--db", 4) == 0) {
             die(EXIT_USAGE, "--db given twice");
+        }
+        if (strcmp(argv[i], "--version") == 0) {
+            printf("bankctl (mod_bank) %s\n", BANK_VERSION);
+            exit(0);
         }
         if (is_help(argv[i])) {
             usage(stdout, NULL);

@@ -66,5 +66,10 @@ int cmd_bvn_check(ctl_t *c, apr_table_t *o); /* bvn_check.c: needs no database *
 int cmd_token_issue(ctl_t *c, apr_table_t *o);
 int cmd_token_revoke(ctl_t *c, apr_table_t *o);
 int cmd_notices(ctl_t *c, apr_table_t *o);
+int cmd_check(ctl_t *c, apr_table_t *o); /* check.c: reads an httpd configuration */
+
+/* migrate.c: the SQL directory (--sql-dir in o, which may be NULL; $BANK_SQL_DIR;
+ * $BANK_CHECKOUT/sql; the built-in one) and where it came from, for messages. */
+const char *ctl_sql_dir(apr_pool_t *p, apr_table_t *o, const char **from);
 
 #endif

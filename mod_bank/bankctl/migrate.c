@@ -13,12 +13,11 @@ static void say(void *baton, const char *line)
     printf("%s\n", line);
 }
 
-/* The SQL directory and where it came from, for messages. */
-static const char *sql_dir(ctl_t *c, apr_table_t *o, const char **from)
+const char *ctl_sql_dir(apr_pool_t *p, apr_table_t *o, const char **from)
 {
     const char *v;
 
-    if ((v = apr_table_get(o, "sql-dir")) != NULL) {
+    if (o && (v = apr_table_get(o, "sql-dir")) != NULL) {
         *from = "--sql-dir";
         return v;
     }
@@ -28,7 +27,7 @@ static const char *sql_dir(ctl_t *c, apr_table_t *o, const char **from)
     }
     if ((v = getenv("BANK_CHECKOUT")) != NULL && *v) {
         *from = "BANK_CHECKOUT";
-        return apr_pstrcat(c->pool, v, "/sql", (char *)NULL);
+        return apr_pstrcat(p, v, "/sql", (char *)NULL);
     }
     *from = "the built-in default";
     return BANK_SQL_DIR;
@@ -36,7 +35,7 @@ static const char *sql_dir(ctl_t *c, apr_table_t *o, const char **from)
 
 int cmd_migrate(ctl_t *c, apr_table_t *o)
 {
-    const char *from, *root = sql_dir(c, o, &from);
+    const char *from, *root = ctl_sql_dir(c->pool, o, &from);
     bank_migrate_result_t res = {NULL, 0};
 
     ctl_open(c, 1);

@@ -203,6 +203,10 @@ like($log, qr/BANK1006: identity provider (dojah|prembly): matched \(HTTP 200\) 
         'breaker: opening logged');
     like($log, qr/BANK1004: identity provider dojah at \S+\/fake\/brk: circuit breaker open/,
         'breaker: the refused call logged');
+    my $health = json_request(GET => '/health');
+    is(((decode_body($health) || {})->{body} || {})->{identityProvider}, 'circuit_open',
+        'breaker: GET /health says identityProvider circuit_open');
+    is($health->code, 200, 'breaker: /health still 200 (the database answers)');
 }
 
 # --- the table, configured back under a provider's Location ------------------------------------

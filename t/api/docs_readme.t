@@ -9,7 +9,8 @@ use warnings FATAL => 'all';
 use Apache::Test qw(-withtestmore);
 use File::Temp qw(tempdir);
 use Bank::Test;
-use Bank::Docs qw(doc_block substitute free_port run_user spew slurp exercise bad_log_lines);
+use Bank::Docs qw(doc_block substitute free_port run_user spew slurp exercise bad_log_lines
+  debian_apache2);
 
 plan skip_all => "README's installation is for SQLite (this run: $ENV{BANK_DBDRIVER})"
   unless $ENV{BANK_DBDRIVER} eq 'sqlite3';
@@ -23,8 +24,9 @@ my $port = free_port();
 my $user = run_user();
 my $root = $> == 0;
 
-# Debian's configuration, copied; its port and directories are what the test changes.
-system('cp', '-a', '/etc/apache2', "$dir/apache2") == 0 or die "cp /etc/apache2 failed";
+# Debian's configuration as the apache2 package ships it (whatever else the host has
+# installed or enabled); its port and directories are what the test changes.
+debian_apache2("$dir/apache2");
 mkdir "$dir/$_" for qw(run lock log state);
 spew("$dir/apache2/ports.conf",
     slurp("$dir/apache2/ports.conf") =~ s/^Listen 80$/Listen 127.0.0.1:$port/mr);
@@ -57,12 +59,22 @@ my ($secret)     = $conf =~ /^BankWebhookSecret (\S+)/m;
 my @steps = grep { /\S/ && !/^\s*#/ } split /\n/, doc_block('README.md', 'readme-debian-steps');
 for my $step (@steps) {
     next if $step =~ /^(apache2ctl|systemctl)\b/;
-    my $cmd = $step =~ s{/var/lib/mod_bank}{$dir/lib}gr =~ s{(^|\s)bankctl\b}{$1$work/bin/bankctl}r;
+    my $cmd = $step =~ s{/var/lib/mod_bank}{$dir/lib}gr =~ s{/etc/apache2}{$dir/apache2}gr
+      =~ s{(^|\s)bankctl\b}{$1$work/bin/bankctl}r;
+    $cmd .= " -f $dir/apache2/apache2.conf" if $step eq 'bankctl check';
     $cmd =~ s/ -o www-data -g www-data// unless $root;
     $cmd =~ s/^runuser -u www-data -- // unless $root;
     my $out = `$cmd 2>&1`;
     is($?, 0, "README step runs: $step") or diag($out);
+    if ($step eq 'bankctl check') {
+        is(join("\n", grep { !/^ok   / && !/^bankctl check: all ok$/ } split /\n/, $out), '',
+            'bankctl check: every line ok');
+        like($out, qr/^ok   schema: /m, 'bankctl check: the schema checked');
+    }
 }
+is(sprintf('%04o', (stat "$dir/apache2/conf-available/mod_bank.conf")[2] & 07777), '0600',
+    'the file with the keys is 0600');
+is(sprintf('%04o', (stat "$dir/lib")[2] & 07777), '0700', 'the database directory is 0700');
 ok((grep { /^a2enmod dbd$/ } @steps) && (grep { /^a2enconf mod_bank$/ } @steps),
     'README enables mod_dbd and the file');
 

@@ -215,6 +215,13 @@ my $html = GET('/server-status');
 like($html->content, qr{<h2>mod_bank</h2>}, 'server-status: a mod_bank section');
 like($html->content, qr{bank_db_errors_total \Q$after->{bank_db_errors_total}\E}, 'server-status: db errors');
 
+# --- the running version ---------------------------------------------------------------------------
+my ($version) = Bank::Test::slurp('include/bank_version.h') =~ /^#define BANK_VERSION "([^"]+)"$/m;
+my $metrics = scrape()->content;
+like($metrics, qr/^# TYPE bank_build_info gauge$/m, 'bank_build_info: a gauge');
+like($metrics, qr/^bank_build_info\{version="\Q$version\E"\} 1$/m,
+    "bank_build_info{version=\"$version\"} 1");
+
 # --- mapped by the operator: methods, Require ip ------------------------------------------------------
 my $head = Apache::TestRequest::HEAD('/metrics');
 is($head->code, 200, 'HEAD /metrics');

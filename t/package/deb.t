@@ -34,9 +34,27 @@ for my $f (qw(usr/lib/apache2/modules/mod_bank.so usr/bin/bankctl
     usr/share/mod_bank/sql/seed/banks.sql usr/share/mod_bank/conf/bank.conf
     usr/share/doc/libapache2-mod-bank/copyright usr/share/doc/libapache2-mod-bank/changelog.gz
     usr/share/doc/libapache2-mod-bank/api.md usr/share/doc/libapache2-mod-bank/openapi.yaml
-    usr/share/doc/libapache2-mod-bank/examples/site.conf usr/share/man/man1/bankctl.1.gz)) {
+    usr/share/doc/libapache2-mod-bank/CHANGELOG.md etc/apache2/sites-available/bank.conf
+    usr/share/man/man1/bankctl.1.gz)) {
     ok(-f "$root/$f", "installs /$f");
 }
+is(sprintf('%04o', (stat "$root/etc/apache2/sites-available/bank.conf")[2] & 07777), '0640',
+    'the site (it will hold the client key): mode 0640');
+
+# --- version, conffiles, maintainer scripts ----------------------------------------------------
+my ($version) = slurp('include/bank_version.h') =~ /^#define BANK_VERSION "([^"]+)"$/m;
+like($fields, qr/^Package: libapache2-mod-bank$/m, 'control file read');
+is(`dpkg-deb -f $deb Version` =~ s/\s+\z//r, $version, "the package's version is BANK_VERSION ($version)");
+like(`dpkg-deb -I $deb conffiles`, qr{^/etc/apache2/sites-available/bank\.conf$}m,
+    'the site is a conffile (kept on remove, deleted on purge)');
+for my $script (qw(postinst prerm postrm)) {
+    my $text = `dpkg-deb -I $deb $script`;
+    like($text, qr{^\s*\. /usr/share/apache2/apache2-maintscript-helper$}m,
+        "$script uses apache2-maintscript-helper");
+}
+like(`dpkg-deb -I $deb prerm`, qr/apache2_invoke dissite bank.*\n.*apache2_invoke dismod bank/s,
+    'prerm disables the site, then the module');
+
 my $load = slurp("$root/etc/apache2/mods-available/bank.load");
 like($load, qr/^# Depends: dbd$/m, 'bank.load: a2enmod enables mod_dbd first');
 like($load, qr{^LoadModule bank_module /usr/lib/apache2/modules/mod_bank\.so$}m, 'bank.load: LoadModule');
@@ -72,7 +90,7 @@ is($?, 0, 'bankctl customer add') or diag($out);
 # bank.load and the example site name the installed paths (/usr/...): here those files are
 # under $root, so the two are read through a rewrite of the paths into $root.
 my $port = free_port();
-my $site = slurp("$root/usr/share/doc/libapache2-mod-bank/examples/site.conf");
+my $site = slurp("$root/etc/apache2/sites-available/bank.conf");
 $site =~ s{<VirtualHost \*:80>}{<VirtualHost 127.0.0.1:$port>};
 $site =~ s{/var/lib/mod_bank}{$var}g;
 $site =~ s{Include /usr/}{Include $root/usr/}g;
@@ -91,6 +109,7 @@ ErrorLog "$root/error_log"
 $user
 LoadModule mpm_event_module /usr/lib/apache2/modules/mod_mpm_event.so
 LoadModule authz_core_module /usr/lib/apache2/modules/mod_authz_core.so
+LoadModule authz_host_module /usr/lib/apache2/modules/mod_authz_host.so
 Include "$root/mods.load"
 Include "$confdir/mods-enabled/*.conf"
 Include "$root/site.conf"
@@ -139,6 +158,11 @@ my $banks = $ua->get("$base/misc/payment_banks", Authorization => "Bearer $token
 is($banks->code, 200, 'GET /misc/payment_banks with the token');
 Bank::Test::http09_refused("127.0.0.1:$port", 'the example site');
 ok(@{ (decode_body($banks) || {})->{body}{banks} || [] } >= 30, 'the seeded banks');
+my $health = $ua->get("$base/health");
+is($health->code, 200, 'GET /health from a local address: 200');
+is((decode_body($health) || {})->{body}{version}, $version, 'GET /health: the version');
+$res = $ua->post("$base/auth/sign_out", Authorization => "Bearer $token");
+is($res->code, 200, 'POST /auth/sign_out: the site maps sign-out') or diag($res->as_string);
 system($httpd, '-f', "$root/httpd.conf", '-k', 'stop');
 for (1 .. 100) {
     last unless -e "$root/httpd.pid";

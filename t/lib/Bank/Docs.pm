@@ -21,7 +21,7 @@ use Bank::BvnTest qw(next_bvn);
 use Bank::Webhook qw(notice notice_json hmac);
 
 our @EXPORT_OK = qw(doc_block substitute free_port run_user slurp spew exercise bad_log_lines
-  private_conf);
+  private_conf debian_apache2);
 
 
 # The fenced block right after <!-- docs-test: NAME --> in FILE (the suite's own copy).
@@ -43,6 +43,26 @@ sub substitute {
     return $text;
 }
 
+
+# A copy of Debian's /etc/apache2 at $dest holding only what the apache2 package owns: the
+# files of other packages (libapache2-mod-bank, mod_perl, ...) and every enabled link to them
+# are left out, so a test sees Debian's configuration whatever the host has installed or
+# enabled. Returns $dest.
+sub debian_apache2 {
+    my ($dest) = @_;
+    my %owned = map { chomp; ($_ => 1) } grep { m{^/etc/apache2/} } `dpkg-query -L apache2`;
+    die "dpkg-query -L apache2 lists no /etc/apache2 files\n" unless %owned;
+    system('cp', '-a', '/etc/apache2', $dest) == 0 or die "cp /etc/apache2 failed\n";
+    for my $kind (qw(mods conf sites)) {
+        for my $path (glob("$dest/$kind-enabled/*"), glob("$dest/$kind-available/*")) {
+            my $name = substr($path, length $dest);
+            my $target = -l $path ? readlink($path) =~ s{^\.\./}{/}r : $name;
+            unlink $path unless $owned{"/etc/apache2$target"};
+        }
+    }
+    unlink grep { !$owned{ '/etc/apache2' . substr($_, length $dest) } } glob("$dest/*.conf");
+    return $dest;
+}
 
 # The user httpd's children run as: the documents' www-data when the suite runs as root;
 # otherwise httpd cannot switch users and keeps the one running the suite.
@@ -84,7 +104,8 @@ sub bad_log_lines {
     return grep { !/AH01882: / } @bad;
 }
 
-# Calls every endpoint at $base and checks the answers. Options: client_key, webhook_secret,
+# Calls every endpoint at $base (sign-out and the health check included) and checks the
+# answers. Options: client_key, webhook_secret,
 # hmac_key and hmac_header (when the configuration requires a signature), webhook_path.
 sub exercise {
     my ($base, $what, %o) = @_;
@@ -138,6 +159,14 @@ sub exercise {
         assert_error($req->(POST => $path, headers => \%h, body => $text), 401,
             'E_INVALID_SIGNATURE', "$what: webhook signed with another key");
     }
+
+    $res = $req->(GET => '/health');
+    is($res->code, 200, "$what: GET /health from this host answers 200") or diag($res->as_string);
+    is(((decode_body($res) || {})->{body} || {})->{database}, 'ok', "$what: health: database ok");
+    $res = $req->(POST => '/auth/sign_out', headers => { Authorization => "Bearer $token" });
+    is($res->code, 200, "$what: sign-out answers 200") or diag($res->as_string);
+    is(((decode_body($res) || {})->{body} || {})->{revoked}, JSON::PP::true(),
+        "$what: sign-out revokes the token");
     return;
 }
 

@@ -72,6 +72,7 @@ sub operation_for {
     return '/misc/payment_banks' if $path =~ m{/(?:misc/payment_banks|v2/banks|short/banks)(?:/.*)?\z};
     return '/webhook/{partner}'  if $path =~ m{^/webhook/[^/]+};
     return '/metrics'            if $path =~ m{^/metrics(?:-elsewhere)?\z};
+    return '/health'             if $path =~ m{^/health\z};
     return undef;
 }
 

@@ -1,0 +1,18 @@
+/* GET /health (handler bank-health, docs/api.md): the version, the database, the identity
+ * provider's breaker and the push sender, for load balancers and monitors; and the start-up
+ * notice naming the version and the database drivers (mod_bank_health.c). */
+#ifndef MOD_BANK_HEALTH_H
+#define MOD_BANK_HEALTH_H
+
+#include <httpd.h>
+
+/* The push sender's state for /health: "ok" or "backlog". A push sender registers one at
+ * post_config; without one, /health says "none". */
+typedef const char *(*bank_health_push_fn)(request_rec *r);
+void bank_health_set_push(bank_health_push_fn fn);
+
+int bank_health_handler(request_rec *r);
+/* The start-up notice (each start and restart, not the configuration test). */
+void bank_health_post_config(server_rec *s);
+
+#endif

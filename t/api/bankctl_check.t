@@ -1,0 +1,157 @@
+# bankctl check (docs/operations.md): a configuration that is right passes (exit 0, every
+# line "ok"); each broken one fails with exit 1 and a FAIL line naming what is wrong: an
+# unreadable or others-readable key file, a database the user cannot open, a provider
+# without credentials or unreachable over TLS, DBDMin > DBDKeep, and on PostgreSQL a pool
+# larger than max_connections. Checks run as the configuration's User (root switches).
+use strict;
+use warnings FATAL => 'all';
+use Apache::Test qw(-withtestmore);
+use File::Temp qw(tempdir);
+use Bank::Test;
+use Bank::Docs qw(free_port slurp spew);
+
+my $root = $> == 0;
+my ($user, $group) = $root ? ('nobody', 'nogroup') : (scalar getpwuid($>), scalar getgrgid($)));
+my $dir = tempdir(CLEANUP => 1, DIR => $ENV{BANK_TEST_ROOT} || '/tmp');
+chmod 0755, $dir;
+my $ctl = "BANK_SQL_DIR=$ENV{BANK_TEST_ROOT}/sql $ENV{BANK_TEST_ROOT}/bin/bankctl";
+my $pg = $ENV{BANK_DBDRIVER} eq 'pgsql';
+
+# The database: the suite's PostgreSQL database, or an SQLite file of this test's own, in a
+# 0700 directory, the file 0600, both the User's.
+my ($driver, $params) = ($ENV{BANK_DBDRIVER}, $ENV{BANK_DBPARAMS});
+if (!$pg) {
+    mkdir "$dir/lib";
+    chmod 0700, "$dir/lib";
+    chown scalar(getpwnam $user), scalar(getgrnam $group), "$dir/lib" if $root;
+    my $as = $root ? "runuser -u $user -- " : '';
+    my $out = `$as env $ctl --db sqlite:$dir/lib/bank.db migrate 2>&1`;
+    is($?, 0, 'an SQLite database for the check') or diag($out);
+    $params = "$dir/lib/bank.db";
+}
+spew("$dir/hmac.key", "partner-hmac-key-0123456789\n");
+chmod 0600, "$dir/hmac.key";
+
+sub conf {
+    my (%o) = @_;
+    my $pool = $o{pool} // "DBDMin 0\nDBDKeep 4\nDBDMax 8";
+    my $db   = $o{params} // $params;
+    return <<"CONF";
+ServerRoot $dir
+User $user
+Group $group
+ServerLimit 4
+DBDriver $driver
+DBDParams "$db"
+$pool
+BankClientKey check-client-key
+<Location /webhook/partner>
+    SetHandler bank-webhook
+    BankWebhookSecret check-webhook-secret
+    BankWebhookSignature X-Partner-Signature sha512 file:$dir/hmac.key
+</Location>
+@{[ $o{extra} // "" ]}
+CONF
+}
+
+# Runs bankctl check on $text; returns (exit status, output).
+sub check {
+    my ($name, $text) = @_;
+    spew("$dir/$name.conf", $text);
+    my $out = `$ctl check -f $dir/$name.conf 2>&1`;
+    return ($? >> 8, $out);
+}
+
+# --- right: every line ok ---------------------------------------------------------------------
+my ($rc, $out) = check('good', conf(extra => ''));
+is($rc, 0, 'a right configuration: exit 0') or diag($out);
+my @lines = grep { !/^bankctl check:/ } split /\n/, $out;
+is(join("\n", grep { !/^ok   / } @lines), '', 'every line says ok');
+like($out, qr/^ok   configuration: \Q$dir\E\/good\.conf read; httpd runs as \Q$user\E$/m,
+    'the configuration and its User');
+like($out, qr/^ok   database \(main server\): opened \Q$driver\E .* as \Q$user\E$/m,
+    'the database opened as the User');
+like($out, qr/^ok   schema: version (\d+) \(this build's: \1\)$/m, 'the schema is this build\'s');
+like($out, qr/^ok   pool \(main server\): DBDMin 0, DBDKeep 4, DBDMax 8$/m, 'the pool numbers');
+like($out, qr/^ok   file mode of a key file: \Q$dir\E\/hmac\.key 0600/m, 'the key file\'s mode');
+if ($pg) {
+    like($out, qr/^ok   connections: DBDMax 8 x ServerLimit 4 = 32 per httpd server; PostgreSQL allows \d+/m,
+        'PostgreSQL: the pool against max_connections');
+} else {
+    like($out, qr/^ok   file mode of the database: \Q$params\E 0600, owner \Q$user\E$/m,
+        'SQLite: the database file 0600, the User\'s');
+    like($out, qr/^ok   file mode of the database directory: \Q$dir\E\/lib 0700/m,
+        'SQLite: its directory 0700');
+}
+unlike($out, qr/check-client-key|check-webhook-secret|partner-hmac-key/, 'no secret printed');
+
+# --- broken, one thing at a time --------------------------------------------------------------
+sub fails {
+    my ($name, $text, $want, $what) = @_;
+    my ($rc, $out) = check($name, $text);
+    is($rc, 1, "$what: exit 1") or diag($out);
+    like($out, $want, "$what: the FAIL line") or diag($out);
+    like($out, qr/^bankctl check: FAILED$/m, "$what: FAILED at the end");
+}
+
+chmod 0644, "$dir/hmac.key";
+fails('key644', conf(extra => ''),
+    qr/^FAIL file mode of a key file: \Q$dir\E\/hmac\.key is 0644, owner \S+: must be readable by its owner only/m,
+    'a key file others can read');
+chmod 0600, "$dir/hmac.key";
+fails('keygone', conf(extra => '') =~ s/hmac\.key/no-such.key/r,
+    qr/^FAIL file mode of a key file: \Q$dir\E\/no-such\.key: cannot read it/m, 'a missing key file');
+
+if ($pg) {
+    (my $wrong = $params) =~ s/\buser=\S+/user=no_such_role/;
+    fails('baddb', conf(params => $wrong),
+        qr/^FAIL database \(main server\): cannot open pgsql .* as \Q$user\E: .*no_such_role/m,
+        'a database role that does not exist');
+} else {
+    mkdir "$dir/locked";
+    chmod 0700, "$dir/locked";    # root's: the User cannot enter it
+    fails('baddb', conf(params => "$dir/locked/bank.db"),
+        $root ? qr/^FAIL (file mode of the database|database \(main server\)): \Q$dir\E\/locked/m
+              : qr/^FAIL file mode of the database: \Q$dir\E\/locked\/bank\.db: cannot read it/m,
+        'a database the User cannot reach');
+}
+
+fails('nocreds', conf(extra => "<Location /onboarding/bvn>\n    BankBvnProvider dojah\n</Location>"),
+    qr/^FAIL provider credentials: dojah \(main server\): no BankBvnProviderCredentials$/m,
+    'a provider without credentials');
+spew("$dir/idp.credentials", "app-id-1 secret-key-1\n");
+chmod 0640, "$dir/idp.credentials";
+fails('credmode', conf(extra => "<Location /onboarding/bvn>\n    BankBvnProvider dojah\n"
+      . "    BankBvnProviderCredentials $dir/idp.credentials\n</Location>"),
+    qr/^FAIL file mode of a key file: \Q$dir\E\/idp\.credentials is 0640/m,
+    'a provider credentials file the group can read');
+my $closed = free_port();
+fails('notls', conf(extra => "<Location /onboarding/bvn>\n    BankBvnProvider prembly https://127.0.0.1:$closed\n"
+      . "    BankBvnProviderCredentials app-id-1 secret-key-1\n</Location>"),
+    qr{^FAIL provider TLS: prembly at https://127\.0\.0\.1:$closed: }m,
+    'a provider that cannot be reached over TLS');
+
+fails('minkeep', conf(pool => "DBDMin 6\nDBDKeep 4\nDBDMax 8"),
+    qr/^FAIL pool \(main server\): DBDMin 6, DBDKeep 4, DBDMax 8: DBDMin exceeds DBDKeep$/m,
+    'DBDMin > DBDKeep');
+fails('keepmax', conf(pool => "DBDMin 0\nDBDKeep 9\nDBDMax 8"),
+    qr/^FAIL pool \(main server\): DBDMin 0, DBDKeep 9, DBDMax 8: DBDKeep exceeds DBDMax$/m,
+    'DBDKeep > DBDMax');
+SKIP: {
+    skip 'max_connections: PostgreSQL only (this run: SQLite)', 3 unless $pg;
+    fails('maxconn', conf(pool => "DBDMin 0\nDBDKeep 4\nDBDMax 100000"),
+        qr/^FAIL connections: DBDMax 100000 x ServerLimit 4 = 400000 per httpd server; .*: lower DBDMax or raise max_connections$/m,
+        'a pool PostgreSQL cannot hold');
+}
+
+# --- the default file is Debian's -------------------------------------------------------------
+like(`$ctl check --help`, qr{default /etc/apache2/apache2\.conf}, '--help names the default file');
+SKIP: {
+    skip "no /etc/apache2/apache2.conf here", 2 unless -r '/etc/apache2/apache2.conf';
+    my $def = `$ctl check 2>&1`;
+    like($def, qr{^ok   configuration: /etc/apache2/apache2\.conf read; httpd runs as www-data$}m,
+        'without -f: Debian\'s configuration, its User from envvars');
+    like($def, qr/^(FAIL|ok)   ?\S/m, 'one line per check');
+}
+
+done_testing();

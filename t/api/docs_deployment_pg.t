@@ -1,0 +1,135 @@
+# docs/deployment.md's PostgreSQL path with TLS, as root with HOME=/root, as an operator types
+# it: a PostgreSQL server of this test's own that accepts only TLS connections with a
+# password (scram-sha-256) on 127.0.0.1, its certificate signed by a CA made here; the roles
+# and the migration of section 1 (the block marked docs-test: deployment-pg-roles, with
+# sslmode=verify-full and the CA); /etc/mod_bank with the modes section 2 prints (0750
+# root:www-data, pgpass www-data 0600, the CA 0644, the partner's key root 0600); the
+# production httpd.conf with its DBDParams as written, only the host list and port, the
+# directories and the port of httpd replaced; bankctl check; every endpoint over TLS.
+use strict;
+use warnings FATAL => 'all';
+use Apache::Test qw(-withtestmore);
+use File::Temp qw(tempdir);
+use Bank::Test;
+use Bank::Docs qw(doc_block substitute free_port spew slurp exercise bad_log_lines);
+
+plan skip_all => 'the PostgreSQL path: make test DB=pgsql (this run: SQLite)'
+  unless $ENV{BANK_DBDRIVER} eq 'pgsql';
+plan skip_all => 'as root only: the document\'s steps give files to www-data and postgres'
+  unless $> == 0;
+plan skip_all => 'needs mod_ssl (Debian apache2)' unless -e '/usr/lib/apache2/modules/mod_ssl.so';
+
+my $work = $ENV{BANK_TEST_ROOT};
+my $dir  = tempdir(CLEANUP => 1, DIR => $work);
+chmod 0755, $dir;
+mkdir "$dir/$_" for qw(run log ssl ca pg);
+my $etc    = "$dir/etc";
+my $port   = free_port();
+my $pgport = free_port();
+my $bindir = `$ENV{BANK_PGCLUSTER} bindir $dir/pg`;
+chomp $bindir;
+local $ENV{HOME} = '/root';    # a root shell's, as the operator's
+
+# --- a CA and the database server's certificate (CN and SAN localhost) ---------------------------
+my $ssl = sub { my $o = `openssl @_ 2>&1`; is($?, 0, "openssl $_[0]") or diag($o) };
+$ssl->("req -x509 -newkey rsa:2048 -nodes -days 2 -subj /CN=test-db-ca -keyout $dir/ca/ca.key -out $dir/ca/ca.pem");
+spew("$dir/ca/ext.cnf", "subjectAltName = DNS:localhost\nbasicConstraints = CA:FALSE\n");
+$ssl->("req -newkey rsa:2048 -nodes -subj /CN=localhost -keyout $dir/pg/server.key -out $dir/ca/server.csr");
+$ssl->("x509 -req -days 2 -in $dir/ca/server.csr -CA $dir/ca/ca.pem -CAkey $dir/ca/ca.key -CAcreateserial -extfile $dir/ca/ext.cnf -out $dir/pg/server.crt");
+
+# --- the PostgreSQL server: TLS and a password only, on 127.0.0.1 ---------------------------------
+system('chown', '-R', 'postgres:postgres', "$dir/pg");
+chmod 0600, "$dir/pg/server.key";
+chmod 0700, "$dir/pg";
+my $pg = sub { my $o = `runuser -u postgres -- @_ 2>&1`; return ($?, $o) };
+my ($rc, $out) = $pg->("$bindir/initdb -D $dir/pg/data -A trust -U postgres --no-sync -E UTF8");
+is($rc, 0, 'initdb') or diag($out);
+spew("$dir/pg/data/pg_hba.conf", "local all postgres trust\n"
+      . "hostssl bank all 127.0.0.1/32 scram-sha-256\nhostnossl all all 0.0.0.0/0 reject\n");
+($rc, $out) = $pg->("$bindir/pg_ctl -D $dir/pg/data -l $dir/pg/log -w start -o "
+      . "\"-c listen_addresses=127.0.0.1 -c port=$pgport -k $dir/pg -c ssl=on "
+      . "-c ssl_cert_file=$dir/pg/server.crt -c ssl_key_file=$dir/pg/server.key "
+      . "-c max_connections=350 -c fsync=off\"");
+is($rc, 0, 'PostgreSQL starts, TLS only') or diag($out, -e "$dir/pg/log" ? slurp("$dir/pg/log") : '');
+END { system("runuser -u postgres -- $bindir/pg_ctl -D $dir/pg/data -m immediate stop >/dev/null 2>&1") if $dir }
+
+# --- /etc/mod_bank as section 2 prints it ---------------------------------------------------------
+system("install -d -m 0750 -o root -g www-data $etc") == 0 or die 'install -d';
+system('install', '-m', '0644', "$dir/ca/ca.pem", "$etc/db-ca.pem") == 0 or die 'CA';
+my $deploy = slurp('docs/deployment.md');
+like($deploy, qr/install -d -m 0750\s+-o root -g www-data \/etc\/mod_bank/, 'the document: /etc/mod_bank 0750 root:www-data');
+my ($pgpass) = $deploy =~ /^\s+`(\*:5432:bank:mod_bank:[^`]+)`/m;
+ok($pgpass, 'the document: the pgpass line');
+spew("$etc/pgpass", ($pgpass // '') =~ s/:5432:/:$pgport:/r . "\n");
+system('chown', 'www-data:www-data', "$etc/pgpass");
+chmod 0600, "$etc/pgpass";
+
+# --- section 1: roles, database, migration with verify-full ---------------------------------------
+my $psql = "runuser -u postgres -- $bindir/psql -h $dir/pg -p $pgport -v ON_ERROR_STOP=1";
+my $steps = substitute(doc_block('docs/deployment.md', 'deployment-pg-roles'), 'section 1',
+    'sudo -u postgres psql'           => $psql,
+    '@db1.internal/bank'              => "\@localhost:$pgport/bank",
+    'sslrootcert=/etc/mod_bank/'      => "sslrootcert=$etc/",
+    'PGPASSWORD=\'change-me-owner\' bankctl' =>
+      "PGPASSWORD='change-me-owner' BANK_SQL_DIR=$work/sql $work/bin/bankctl");
+like($steps, qr/sslmode=verify-full/, 'section 1: bankctl connects with sslmode=verify-full');
+spew("$dir/section1.sh", "set -e\n$steps");
+$out = `sh $dir/section1.sh 2>&1`;
+is($?, 0, 'section 1 runs as written (roles, database, bankctl migrate over verified TLS)')
+  or diag($out);
+
+# --- section 2: the production httpd.conf --------------------------------------------------------
+my $conf = doc_block('docs/deployment.md', 'deployment-production-conf');
+$conf = substitute($conf, 'production conf',
+    'Listen 443'                           => "Listen 127.0.0.1:$port",
+    '<VirtualHost *:443>'                  => "<VirtualHost *:$port>",
+    '/run/apache2'                         => "$dir/run",
+    '/var/log/apache2'                     => "$dir/log",
+    '/etc/ssl/mod_bank'                    => "$dir/ssl",
+    '/etc/mod_bank'                        => $etc,
+    '/usr/lib/apache2/modules/mod_bank.so' => $ENV{BANK_MODULE},
+    'host=db1.internal,db2.internal port=5432' => "host=localhost port=$pgport");
+like($conf, qr/^DBDParams ".*sslmode=verify-full sslrootcert=\Q$etc\E\/db-ca\.pem.*passfile=|^DBDParams ".*passfile=.*sslmode=verify-full/m,
+    'DBDParams: verify-full, the CA and the password file, as written');
+ok($conf =~ s/^(\s*Require ip)(?: [\d.\/]+)+$/$1 127.0.0.1/m, "the partner's addresses");
+spew("$dir/httpd.conf", $conf);
+my ($client_key) = $conf =~ /^BankClientKey (\S+)/m;
+my ($secret)     = $conf =~ /^\s*BankWebhookSecret (\S+)/m;
+my ($sig_header, $key_file) = $conf =~ /^\s*BankWebhookSignature (\S+) sha512 file:(\S+)/m;
+spew($key_file, "partner-hmac-key-2026\n");
+chmod 0600, $key_file;
+my ($name) = $conf =~ /^ServerName (\S+)/m;
+spew("$dir/ssl/req.cnf", "[req]\ndistinguished_name = dn\nx509_extensions = ext\nprompt = no\n"
+      . "[dn]\nCN = $name\n[ext]\nbasicConstraints = critical, CA:FALSE\n"
+      . "subjectAltName = DNS:$name\n");
+$ssl->("req -x509 -newkey rsa:2048 -nodes -days 2 -config $dir/ssl/req.cnf -keyout $dir/ssl/$name.key -out $dir/ssl/$name.crt");
+chmod 0600, "$dir/ssl/$name.key";
+
+$out = `$work/bin/bankctl check -f $dir/httpd.conf 2>&1`;
+is($?, 0, 'bankctl check: every check passes') or diag($out);
+like($out, qr/^ok   database \(main server\): opened pgsql .*sslmode=verify-full.* as www-data$/m,
+    'bankctl check: the database over verified TLS as www-data');
+
+# The same with a wrong password in pgpass: bankctl check says so, before any traffic.
+my $right = slurp("$etc/pgpass");
+spew("$etc/pgpass", $right =~ s/:[^:\n]+$/:not-the-password/mr);
+$out = `$work/bin/bankctl check -f $dir/httpd.conf 2>&1`;
+is($? >> 8, 1, 'bankctl check with a wrong database password: exit 1');
+like($out, qr/^FAIL database \(main server\): cannot open pgsql .* as www-data: .*password authentication failed for user "mod_bank"/m,
+    'bankctl check: the FAIL line says the password was refused') or diag($out);
+unlike($out, qr/not-the-password|change-me-runtime/, 'bankctl check: no password printed');
+spew("$etc/pgpass", $right);
+
+my $h = Bank::Docs::Httpd->new(args => ['-f', "$dir/httpd.conf"], port => $port, scheme => 'https',
+    log => "$dir/log/mod_bank-error.log", pidfile => "$dir/run/apache2.pid");
+$h->check_syntax('TLS PostgreSQL');
+$h->start('TLS PostgreSQL (httpd started with HOME=/root)') or BAIL_OUT('does not serve');
+local $ENV{BANK_CTL} = "PGPASSWORD='change-me-owner' BANK_SQL_DIR=$work/sql $work/bin/bankctl "
+  . "--db 'postgresql://bank_owner\@localhost:$pgport/bank?sslmode=verify-full&sslrootcert=$etc/db-ca.pem'";
+exercise($h->base, 'TLS PostgreSQL', client_key => $client_key, webhook_secret => $secret,
+    hmac_key => 'partner-hmac-key-2026', hmac_header => $sig_header);
+sleep 1;
+is(join("\n", bad_log_lines($h->log_since(0))), '', 'nothing at warn or worse');
+$h->stop;
+
+done_testing();

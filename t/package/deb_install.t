@@ -1,0 +1,183 @@
+# The package on this machine's own apache2, as root: `make deb`, then dpkg installs it
+# (nothing enabled, apache2 starts), the site's steps enable it (it serves /health and
+# sign-in), dpkg removes it (site and module disabled, apache2 starts), installs it again
+# (what the removal disabled is enabled again), then purges it (no file, link, state or
+# include of the package left, apache2 starts). `apache2ctl configtest` after every step.
+# Only the database path in the site is replaced (a directory of this test's own). The
+# machine is put back as it was: /etc/apache2 and /var/lib/apache2 compared with a copy
+# taken first, apache2 stopped unless it was running.
+use strict;
+use warnings FATAL => 'all';
+use Apache::Test qw(-withtestmore);
+use Fcntl qw(:flock);
+use File::Temp qw(tempdir);
+use LWP::UserAgent ();
+use Bank::Test qw(decode_body slurp spew);
+
+my $pkg = 'libapache2-mod-bank';
+plan skip_all => 'installs a package on the real apache2: root only' unless $> == 0;
+plan skip_all => 'needs dpkg and Debian\'s apache2 (apache2ctl, a2query)'
+  unless -x '/usr/bin/dpkg' && -x '/usr/sbin/apache2ctl' && -x '/usr/sbin/a2query';
+plan skip_all => 'the SQLite run does this (the package\'s site is SQLite); this run: '
+  . $ENV{BANK_DBDRIVER}
+  unless $ENV{BANK_DBDRIVER} eq 'sqlite3';
+# One suite at a time on the machine's apache2.
+open my $lock, '>', '/run/lock/mod_bank-deb-install.lock' or die "lock: $!";
+flock $lock, LOCK_EX;
+plan skip_all => "$pkg is installed on this machine: the test would replace it"
+  if `dpkg-query -W -f '\${Status}' $pkg 2>/dev/null` =~ /installed/;
+my $pidfile = '/run/apache2/apache2.pid';
+sub apache_running {
+    my $pid = -e $pidfile ? slurp($pidfile) : '';
+    return $pid =~ /(\d+)/ && kill(0, $1) ? $1 : 0;
+}
+plan skip_all => 'the machine\'s apache2 is running: the test restarts it' if apache_running();
+plan skip_all => 'port 80 is in use' if `ss -Hltn 'sport = :80'` =~ /\S/;
+
+my $out = `make -s deb 2>&1`;
+is($?, 0, 'make deb') or BAIL_OUT($out);
+my ($deb) = $out =~ m{^built (build/\S+\.deb)$}m;
+
+# --- the machine as it is, kept to put back ----------------------------------------------------
+my $keep = tempdir('/tmp/mod_bank-deb-install.XXXXXX', CLEANUP => 1);
+system('cp', '-a', '/etc/apache2', "$keep/etc-apache2") == 0 or die 'cp /etc/apache2';
+system('cp', '-a', '/var/lib/apache2', "$keep/var-lib-apache2") == 0 or die 'cp /var/lib/apache2';
+my $data = tempdir('/tmp/mod_bank-deb-db.XXXXXX', CLEANUP => 1);
+chmod 0755, $data;
+my $dbdir = "$data/lib";
+
+sub restore {
+    system('apache2ctl', 'stop') if apache_running();
+    for (1 .. 100) { last unless apache_running(); select undef, undef, undef, 0.1 }
+    if (`dpkg-query -W -f '\${Status}' $pkg 2>/dev/null` =~ /installed|config-files/) {
+        dpkg('-P', $pkg);
+    }
+    for (['/etc/apache2', "$keep/etc-apache2"], ['/var/lib/apache2', "$keep/var-lib-apache2"]) {
+        my ($dir, $copy) = @$_;
+        next unless -d $copy;
+        next if system('diff', '-r', '--no-dereference', '-q', $dir, $copy) == 0;
+        diag("putting $dir back as it was:\n" . `diff -r --no-dereference -q '$copy' '$dir'`);
+        system("rm -rf '$dir' && cp -a '$copy' '$dir'");
+    }
+}
+END { restore() if $keep }
+
+# dpkg, waiting for the lock other package installs may hold.
+sub dpkg {
+    my @args = @_;
+    my $text;
+    for (1 .. 120) {
+        $text = `DEBIAN_FRONTEND=noninteractive dpkg --force-confdef --force-confold @args 2>&1`;
+        return ($?, $text) unless $? && $text =~ /lock/i;
+        sleep 1;
+    }
+    return (1, $text);
+}
+
+sub configtest {
+    my ($what) = @_;
+    my $t = `apache2ctl configtest 2>&1`;
+    is($?, 0, "$what: apache2ctl configtest") or diag($t);
+    like($t, qr/Syntax OK/, "$what: Syntax OK");
+}
+
+my $ua = LWP::UserAgent->new(timeout => 10);
+sub get {
+    my ($path, %h) = @_;
+    my $res;
+    for (1 .. 50) {
+        $res = $ua->get("http://127.0.0.1$path", Host => 'bank.example.org', %h);
+        last unless $res->header('Client-Warning');
+        select undef, undef, undef, 0.1;
+    }
+    return $res;
+}
+
+# apache2 (re)started as Debian's init script would: 1 when it answers on port 80.
+sub starts {
+    my ($what) = @_;
+    system('apache2ctl', 'stop') if apache_running();
+    for (1 .. 100) { last unless apache_running(); select undef, undef, undef, 0.1 }
+    my $t = `apache2ctl start 2>&1`;
+    is($?, 0, "$what: apache2 starts") or diag($t);
+    my $res = get('/');
+    ok(!$res->header('Client-Warning'), "$what: apache2 answers on port 80") or diag($res->as_string);
+    return $res;
+}
+
+sub links_to_bank {
+    return grep { readlink($_) =~ m{/bank\.(load|conf)$} } glob '/etc/apache2/*-enabled/*';
+}
+
+# --- install: nothing enabled --------------------------------------------------------------------
+my ($rc, $text) = dpkg('-i', $deb);
+is($rc, 0, "dpkg -i $deb") or diag($text);
+configtest('installed');
+isnt(system('a2query -q -m bank'), 0, 'installed: the module is not enabled');
+isnt(system('a2query -q -s bank'), 0, 'installed: the site is not enabled');
+ok(-e '/etc/apache2/sites-available/bank.conf', 'installed: sites-available/bank.conf');
+starts('installed');
+
+# --- the site's own steps (its comment), the database in a directory of the test's own ------------
+my $site = slurp('/etc/apache2/sites-available/bank.conf');
+like($site, qr{^#\s+install -d -o www-data -g www-data -m 0700 /var/lib/mod_bank$}m,
+    'the site says how to make the database directory');
+spew('/etc/apache2/sites-available/bank.conf', $site =~ s{/var/lib/mod_bank}{$dbdir}gr);
+system('install', '-d', '-o', 'www-data', '-g', 'www-data', '-m', '0700', $dbdir) == 0
+  or die 'install -d';
+# The packaged bankctl with its own SQL directory (not the suite's checkout).
+$text = `env -u BANK_CHECKOUT -u BANK_SQL_DIR runuser -u www-data -- /usr/bin/bankctl --db sqlite:$dbdir/bank.db migrate 2>&1`;
+is($?, 0, 'the packaged bankctl migrates as www-data') or diag($text);
+$text = `a2enmod bank 2>&1 && a2ensite bank 2>&1`;
+is($?, 0, 'a2enmod bank && a2ensite bank') or diag($text);
+configtest('enabled');
+$text = `env -u BANK_CHECKOUT -u BANK_SQL_DIR /usr/bin/bankctl check 2>&1`;
+is($?, 0, 'enabled: bankctl check (Debian\'s apache2.conf) passes') or diag($text);
+like($text, qr/^ok   database \(<VirtualHost \*:80> in \/etc\/apache2\/sites-enabled\/bank\.conf\): opened sqlite3 .* as www-data$/m,
+    'enabled: bankctl check opened the site\'s database as www-data');
+starts('enabled');
+my $res = get('/health');
+is($res->code, 200, 'enabled: GET /health (Host: bank.example.org) answers 200') or diag($res->as_string);
+like($res->content, qr/"status":"ok"/, 'enabled: status ok');
+is(get('/auth/sign_in')->code, 405, 'enabled: /auth/sign_in is mod_bank\'s (405 for GET)');
+like(slurp('/var/log/apache2/error.log'), qr/BANK1501: mod_bank \S+ configured, database driver: sqlite3/,
+    'enabled: the start-up notice in Debian\'s error log');
+
+# --- remove: apache2 keeps starting ------------------------------------------------------------------
+($rc, $text) = dpkg('-r', $pkg);
+is($rc, 0, "dpkg -r $pkg") or diag($text);
+is(join(' ', links_to_bank()), '', 'removed: no enabled link to bank.load, bank.conf or the site');
+ok(!-e '/usr/lib/apache2/modules/mod_bank.so', 'removed: the module is gone');
+ok(-e '/etc/apache2/sites-available/bank.conf', 'removed: the site (a conffile) stays until purge');
+configtest('removed');
+$res = starts('removed');
+Bank::OpenAPI::enabled(0);    # httpd's own 404 page: not the API's answer
+is(get('/health')->code, 404, 'removed: /health is no longer mapped');
+Bank::OpenAPI::enabled(1);
+
+# --- installed again: what the removal disabled comes back ---------------------------------------------
+($rc, $text) = dpkg('-i', $deb);
+is($rc, 0, 'dpkg -i again') or diag($text);
+is(system('a2query -q -m bank'), 0, 'reinstalled: the module is enabled again');
+is(system('a2query -q -s bank'), 0, 'reinstalled: the site is enabled again');
+configtest('reinstalled');
+starts('reinstalled');
+is(get('/health')->code, 200, 'reinstalled: GET /health answers 200');
+
+# --- purge: nothing of ours left ---------------------------------------------------------------------------
+system('apache2ctl', 'stop');
+for (1 .. 100) { last unless apache_running(); select undef, undef, undef, 0.1 }
+($rc, $text) = dpkg('-P', $pkg);
+is($rc, 0, "dpkg -P $pkg") or diag($text);
+is(join(' ', links_to_bank()), '', 'purged: no link of ours');
+my @left = grep { -e $_ || -l $_ } ('/etc/apache2/mods-available/bank.load',
+    '/etc/apache2/mods-available/bank.conf', '/etc/apache2/sites-available/bank.conf',
+    '/usr/share/mod_bank', '/usr/bin/bankctl', '/usr/share/doc/libapache2-mod-bank');
+is(join(' ', @left), '', 'purged: no file of ours');
+is(`grep -rls 'mod_bank\\|bank_module' /etc/apache2`, '', 'purged: no include or load of ours in /etc/apache2');
+is(`find /var/lib/apache2 -name bank`, '', 'purged: apache2-maintscript-helper keeps no state of ours');
+configtest('purged');
+starts('purged');
+system('apache2ctl', 'stop');
+
+done_testing();
