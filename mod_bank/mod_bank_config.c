@@ -15,6 +15,8 @@
 #include "bank_validate.h"
 #include "bank_idp.h"
 #include "mod_bank_idp.h"
+#include "mod_bank_push.h"
+#include "bank_push.h"
 
 APLOG_USE_MODULE(bank);
 
@@ -547,6 +549,45 @@ static const char *set_verify_server(cmd_parms *cmd, void *cfg, const char *arg)
     return err;
 }
 
+/* ---- push notifications (server-wide: mod_bank_push.c keeps them) ---- */
+
+static const char *set_push(cmd_parms *cmd, void *cfg, const char *kind, const char *project,
+                            const char *url)
+{
+    (void)cfg;
+    return bank_push_set_fcm(cmd, kind, project, url);
+}
+
+static const char *set_push_credentials(cmd_parms *cmd, void *cfg, const char *path)
+{
+    (void)cfg;
+    return bank_push_set_credentials(cmd, path);
+}
+
+static const char *set_push_attempts(cmd_parms *cmd, void *cfg, const char *arg)
+{
+    const char *err = ap_check_cmd_context(cmd, GLOBAL_ONLY);
+    apr_int64_t v = 0;
+
+    (void)cfg;
+    if (!err && !(err = parse_int(cmd, arg, 1, BANK_PUSH_ATTEMPTS_MAX, &v))) {
+        bank_push_set_attempts((int)v);
+    }
+    return err;
+}
+
+static const char *set_push_timeout(cmd_parms *cmd, void *cfg, const char *arg)
+{
+    const char *err = ap_check_cmd_context(cmd, GLOBAL_ONLY);
+    apr_int64_t v = 0;
+
+    (void)cfg;
+    if (!err && !(err = parse_int(cmd, arg, 1, BANK_PUSH_TIMEOUT_MAX, &v))) {
+        bank_push_set_timeout((int)v);
+    }
+    return err;
+}
+
 #define BANK_CTX (RSRC_CONF | ACCESS_CONF)
 const command_rec bank_cmds[] = {
     AP_INIT_ITERATE("BankClientKey", set_client_key, NULL, BANK_CTX,
@@ -591,4 +632,13 @@ const command_rec bank_cmds[] = {
     AP_INIT_TAKE1("BankPasswordVerifyServerConcurrency", set_verify_server, NULL, RSRC_CONF,
                   "Password verifications at once in all processes together "
                   "(default: the CPU count; off: no such bound)"),
+    AP_INIT_TAKE23("BankPush", set_push, NULL, RSRC_CONF,
+                   "fcm PROJECT-ID [BASE-URL]: push payment results to customers' devices "
+                   "through Firebase Cloud Messaging (default off)"),
+    AP_INIT_TAKE1("BankPushCredentials", set_push_credentials, NULL, RSRC_CONF,
+                  "The Google service account's JSON key file, readable by its owner only"),
+    AP_INIT_TAKE1("BankPushAttempts", set_push_attempts, NULL, RSRC_CONF,
+                  "Calls per push message before it is marked failed (default 8, at most 100)"),
+    AP_INIT_TAKE1("BankPushTimeout", set_push_timeout, NULL, RSRC_CONF,
+                  "Seconds an FCM or token call may take (default 10, at most 300)"),
     {NULL}};

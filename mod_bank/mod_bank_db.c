@@ -508,6 +508,31 @@ bank_db_t *bank_db_take(request_rec *r, apr_pool_t **lease)
     return wrap(r, l->dbd);
 }
 
+bank_db_t *bank_db_background(server_rec *s, apr_pool_t *parent, apr_pool_t **lease)
+{
+    lease_t *l;
+    bank_db_t *db;
+
+    *lease = NULL;
+    if (!dbd_open || !dbd_close) {
+        return NULL;
+    }
+    apr_pool_create(lease, parent);
+    l = apr_palloc(*lease, sizeof(*l));
+    l->s = s;
+    if (!(l->dbd = dbd_open(*lease, s))) {
+        apr_pool_destroy(*lease);
+        *lease = NULL;
+        return NULL;
+    }
+    apr_pool_cleanup_register(*lease, l, lease_end, apr_pool_cleanup_null);
+    db = bank_db_wrap(*lease, l->dbd->driver, l->dbd->handle, l->dbd->prepared);
+    if (!bank_dbd_is_pgsql(l->dbd->driver)) {
+        bank_db_set_writer_lock(db, sqlite_writer);
+    }
+    return db;
+}
+
 void bank_db_give_back(apr_pool_t **lease)
 {
     if (*lease) {

@@ -24,6 +24,7 @@
 #include "bank_digest.h"
 #include "bank_time.h"
 #include "bank_uuid.h"
+#include "mod_bank_push.h"
 
 APLOG_USE_MODULE(bank);
 
@@ -220,6 +221,12 @@ static void commit_batch(request_rec *r, bank_db_t *db, queued_t **batch, int co
     for (i = 0; i < count; i++) {
         batch[i]->rc = rc;
         batch[i]->retry = retry;
+    }
+    for (i = 0; rc == BANK_DB_OK && i < count; i++) {
+        if (batch[i]->put.matched) {
+            bank_push_wake(); /* its outbox rows are committed with it */
+            break;
+        }
     }
     if (rc == BANK_DB_OK) {
         ap_log_rerror(APLOG_MARK, APLOG_DEBUG, 0, r,

@@ -28,6 +28,15 @@ apr_table_t *ctl_parse_opts(ctl_t *c, int argc, const char *const *argv,
             printf("usage: bankctl [--db DB] %s\n", command->usage);
             exit(0);
         }
+        /* A command's one positional argument (has_value 2), given once. */
+        if (strncmp(a, "--", 2) != 0) {
+            for (o = spec; o->name && o->has_value != 2; o++) {
+            }
+            if (o->name && !apr_table_get(t, o->name)) {
+                apr_table_setn(t, o->name, a);
+                continue;
+            }
+        }
         /* Values are never echoed: a stray argument may be a password or a BVN. */
         if (strncmp(a, "--", 2) != 0 || a[2] == '\0') {
             die(EXIT_USAGE, "%s: unexpected argument (options are --name VALUE)", cmd);
