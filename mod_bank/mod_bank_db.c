@@ -526,7 +526,8 @@ bank_db_t *bank_db_background(server_rec *s, apr_pool_t *parent, apr_pool_t **le
         return NULL;
     }
     apr_pool_cleanup_register(*lease, l, lease_end, apr_pool_cleanup_null);
-    db = bank_db_wrap(*lease, l->dbd->driver, l->dbd->handle, l->dbd->prepared);
+    /* in parent, as wrap does in the request's pool: what was read outlives the lease */
+    db = bank_db_wrap(parent, l->dbd->driver, l->dbd->handle, l->dbd->prepared);
     if (!bank_dbd_is_pgsql(l->dbd->driver)) {
         bank_db_set_writer_lock(db, sqlite_writer);
     }

@@ -188,7 +188,7 @@ is($r7->{state}, 'pending', 'killed mid-send: the row is still pending');
 my $again = push_server($fake, 'BankPushAttempts 3', 'BankPushTimeout 2');
 ok(wait_for(20, sub { my ($r) = outbox_rows($n7->{data}{transactionReference}); $r->{state} eq 'sent' }),
     'after the lease a restarted server sends it');
-is(scalar(fake_calls($fake, $t7)), 2, 'sent again (at least once)')
+ok(scalar(fake_calls($fake, $t7)) >= 2, 'sent again (at least once)')
   or diag(explain([fake_calls($fake, $t7)]), $again->error_log_since(0) =~ /^.*BANK18.*$/mg);
 
 # --- nothing secret in the logs -----------------------------------------------------------

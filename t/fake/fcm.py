@@ -219,7 +219,9 @@ class Handler(BaseHTTPRequestHandler):
             delay = plan.get("delay", state["delay"])
             status = 401 if not ok_bearer else 400 if problem else plan.get("status", 200)
             state["calls"].append({"token": token, "status": status, "at": time.time(),
-                                   "message": body.get("message") if body else None})
+                                   "message": body.get("message") if body else None,
+                                   "problem": problem,
+                                   "raw": raw.decode("utf-8", "replace") if problem else None})
         if delay:
             time.sleep(delay)
         if status == 401:
@@ -228,6 +230,9 @@ class Handler(BaseHTTPRequestHandler):
         if status == 200:
             return self.answer(200, {"name": "projects/%s/messages/%s" % (
                 self.server.opts.project, secrets.token_hex(8))})
+        if problem:
+            return self.answer(400, {"error": {"code": 400, "message": "Invalid JSON payload: "
+                                               + problem, "status": "INVALID_ARGUMENT"}})
         headers = {"Retry-After": plan["retryAfter"]} if "retryAfter" in plan else None
         return self.answer(status, ERRORS.get(status, ERRORS[500]), headers)
 
