@@ -27,14 +27,16 @@ static const bank_col_t count_cols[] = {BANK_COL(INT64, count_row, n), BANK_COL_
 
 /* clang-format off */
 const bank_stmt_t bank_store_push_sql[] = {
-    /* Claims up to N due rows under a new lease until its end (args: lease, lease end, now,
-     * N, now). PostgreSQL: rows another sender is claiming are skipped, not waited for, and
-     * the outer WHERE is checked again on the locked row; SQLite runs one writer at a time. */
+    /* Claims up to N due rows under a new lease until its end (args: now, N, lease, lease
+     * end, now). PostgreSQL: rows another sender is claiming are skipped, not waited for,
+     * and the outer WHERE is checked again on the locked row; the rows are picked once, in
+     * the WITH (a subquery in the WHERE is run again for each row of a semi-join, and took
+     * more than N rows); SQLite runs one writer at a time. */
     {"bank_push_claim",
-     "UPDATE push_outbox SET lease = %s, next_at = %pDz, attempts = attempts + 1"
-     " WHERE id IN (SELECT id FROM push_outbox WHERE state = 'pending' AND next_at <= %pDz"
+     "WITH due AS (SELECT id FROM push_outbox WHERE state = 'pending' AND next_at <= %pDz"
      " ORDER BY next_at, id LIMIT %d{skip_locked})"
-     " AND state = 'pending' AND next_at <= %pDz"},
+     " UPDATE push_outbox SET lease = %s, next_at = %pDz, attempts = attempts + 1"
+     " WHERE id IN (SELECT id FROM due) AND state = 'pending' AND next_at <= %pDz"},
     /* The rows a lease holds, with what their messages say (due_cols). */
     {"bank_push_claimed",
      "SELECT o.id, o.device_token, o.attempts, n.amount, n.currency, n.receiver_account_name,"
@@ -69,7 +71,7 @@ bank_db_rc bank_store_push_claim(bank_db_t *db, const char *lease, const char *u
                                  const char *now, int max, apr_array_header_t **out)
 {
     apr_pool_t *p = bank_db_pool(db);
-    const char *args[] = {lease, until, now, apr_itoa(p, max), now};
+    const char *args[] = {now, apr_itoa(p, max), lease, until, now};
     const char *key[] = {lease};
     int n = 0;
     bank_db_rc rc = bank_db_exec(db, "bank_push_claim", &n, BANK_NARGS(args), args);
