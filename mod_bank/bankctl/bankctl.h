@@ -20,7 +20,7 @@
 
 typedef struct {
     const char *name; /* without the leading -- */
-    int has_value; /* 0 a flag, 1 --name VALUE, 2 a positional argument (at most one) */
+    int has_value;    /* 0 a flag, 1 --name VALUE, 2 a positional argument (at most one) */
 } opt_t;
 
 typedef struct {
@@ -66,7 +66,7 @@ int cmd_bvn_check(ctl_t *c, apr_table_t *o); /* bvn_check.c: needs no database *
 int cmd_token_issue(ctl_t *c, apr_table_t *o);
 int cmd_token_revoke(ctl_t *c, apr_table_t *o);
 int cmd_notices(ctl_t *c, apr_table_t *o);
-int cmd_push_list(ctl_t *c, apr_table_t *o);  /* push.c */
+int cmd_push_list(ctl_t *c, apr_table_t *o); /* push.c */
 int cmd_push_retry(ctl_t *c, apr_table_t *o);
 
 #endif
