@@ -51,11 +51,12 @@ const char *bank_push_token_body(apr_pool_t *p, const char *assertion);
 const char *bank_push_token_answer(apr_pool_t *p, long status, const char *body, apr_size_t len,
                                    const char **bearer, apr_int64_t *expires_in);
 
-/* What a message says: taken from the stored notice. */
+/* One message to send: its outbox row, its device and what it says (from the stored notice),
+ * as a claim reads them (bank_store_push_claim). */
 typedef struct {
     apr_int64_t id; /* the outbox row */
     const char *device_token;
-    apr_int64_t attempts; /* including this one */
+    apr_int64_t attempts; /* including the one now claimed */
     const char *amount;
     const char *currency;
     const char *receiver_name;

@@ -10,6 +10,7 @@
 #include <apr_tables.h>
 #include "bank_db.h"
 #include "bank_notice.h"
+#include "bank_push.h"
 
 /* ---- access tokens, sign-in throttle, devices (bank_store_auth.c) ---- */
 
@@ -184,21 +185,9 @@ bank_db_rc bank_store_notices_list(bank_db_t *db, int limit, apr_array_header_t 
 
 /* ---- the push outbox (bank_store_push.c, docs/push.md) ---- */
 
-/* A claimed row and what its message says. */
-typedef struct {
-    apr_int64_t id;
-    const char *device_token;
-    apr_int64_t attempts; /* including the one now claimed */
-    const char *amount;
-    const char *currency;
-    const char *receiver_name;
-    const char *status_code;
-    const char *status_message;
-    const char *reference;
-} bank_push_due_t;
-
 /* Claims up to max rows due at now under lease (a new random text) until `until`: another
- * sender takes them only after that. *out: the rows (bank_push_due_t) the lease holds. */
+ * sender takes them only after that. *out: the rows the lease holds, as the messages to send
+ * (bank_push_msg_t, bank_push.h). */
 bank_db_rc bank_store_push_claim(bank_db_t *db, const char *lease, const char *until,
                                  const char *now, int max, apr_array_header_t **out);
 /* Settles a claimed row if the lease still holds it (*settled 1; 0: the lease had ended and

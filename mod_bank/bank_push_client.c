@@ -7,7 +7,7 @@
 #include <string.h>
 #include <strings.h>
 #include <apr_strings.h>
-#include <curl/curl.h>
+#include "bank_curl.h"
 #include "bank_push.h"
 
 struct bank_push_client_s {
@@ -51,94 +51,46 @@ bank_push_client_t *bank_push_client_create(apr_pool_t *p, const bank_push_conf_
     return cl;
 }
 
-/* One call's answer. */
+/* One call: its answer, what it said in Retry-After, how it ended. */
 typedef struct {
-    apr_pool_t *p;
-    char *buf;
-    apr_size_t len, cap;
-    int over;
+    bank_curl_answer_t a;
     int retry_after;
     CURLcode rc;
     int done;
     apr_time_t start;
 } call_t;
 
-static size_t on_data(char *data, size_t size, size_t n, void *baton)
-{
-    call_t *a = baton;
-    apr_size_t add = size * n;
-
-    if (a->len + add > BANK_PUSH_MAX_ANSWER) {
-        a->over = 1;
-        return 0; /* libcurl stops the transfer */
-    }
-    if (a->len + add + 1 > a->cap) {
-        char *grown;
-        while (a->len + add + 1 > a->cap) {
-            a->cap *= 2;
-        }
-        grown = apr_palloc(a->p, a->cap);
-        memcpy(grown, a->buf, a->len);
-        a->buf = grown;
-    }
-    memcpy(a->buf + a->len, data, add);
-    a->len += add;
-    a->buf[a->len] = '\0';
-    return add;
-}
-
 static size_t on_header(char *data, size_t size, size_t n, void *baton)
 {
-    call_t *a = baton;
+    call_t *c = baton;
     apr_size_t len = size * n;
     static const char name[] = "retry-after:";
 
     if (len > sizeof(name) - 1 && strncasecmp(data, name, sizeof(name) - 1) == 0) {
-        const char *v = apr_pstrmemdup(a->p, data + sizeof(name) - 1, len - (sizeof(name) - 1));
-        char *end;
-        while (*v == ' ' || *v == '\t') {
-            v++;
-        }
-        end = apr_pstrdup(a->p, v);
-        end[strcspn(end, "\r\n")] = '\0';
-        a->retry_after = bank_push_retry_after(end, apr_time_now());
+        char *v = apr_pstrmemdup(c->a.p, data + sizeof(name) - 1, len - (sizeof(name) - 1));
+        v += strspn(v, " \t");
+        v[strcspn(v, "\r\n")] = '\0';
+        c->retry_after = bank_push_retry_after(v, apr_time_now());
     }
     return len;
 }
 
-/* The options every call shares: verified TLS, the scheme the URL was checked with, no
- * redirects, timeouts, the answer capped and read into a. */
-static void common_opts(CURL *h, const bank_push_conf_t *c, const char *url, call_t *a)
+/* The options every call shares (bank_curl_safe), the URL, and Retry-After read into c. */
+static void call_opts(CURL *h, const bank_push_conf_t *conf, const char *url, call_t *c,
+                      apr_pool_t *p)
 {
-    long connect =
-        c->timeout < BANK_PUSH_CONNECT_TIMEOUT_MAX ? c->timeout : BANK_PUSH_CONNECT_TIMEOUT_MAX;
-
-    curl_easy_setopt(h, CURLOPT_VERBOSE, 0L);  /* it would print the bearer */
-    curl_easy_setopt(h, CURLOPT_NOSIGNAL, 1L); /* threads: no SIGALRM for DNS timeouts */
-    curl_easy_setopt(h, CURLOPT_TIMEOUT_MS, (long)c->timeout * 1000L);
-    curl_easy_setopt(h, CURLOPT_CONNECTTIMEOUT_MS, connect * 1000L);
-    curl_easy_setopt(h, CURLOPT_SSL_VERIFYPEER, 1L);
-    curl_easy_setopt(h, CURLOPT_SSL_VERIFYHOST, 2L);
-    curl_easy_setopt(h, CURLOPT_PROTOCOLS_STR,
-                     strncasecmp(url, "https:", 6) == 0 ? "https" : "http");
-    curl_easy_setopt(h, CURLOPT_FOLLOWLOCATION, 0L);
-    curl_easy_setopt(h, CURLOPT_MAXFILESIZE_LARGE, (curl_off_t)BANK_PUSH_MAX_ANSWER);
-    curl_easy_setopt(h, CURLOPT_USERAGENT, "mod_bank");
+    bank_curl_answer_init(&c->a, p, BANK_PUSH_MAX_ANSWER);
+    bank_curl_safe(h, url, conf->timeout, BANK_PUSH_CONNECT_TIMEOUT_MAX, &c->a);
     curl_easy_setopt(h, CURLOPT_URL, url);
-    curl_easy_setopt(h, CURLOPT_WRITEFUNCTION, on_data);
-    curl_easy_setopt(h, CURLOPT_WRITEDATA, a);
     curl_easy_setopt(h, CURLOPT_HEADERFUNCTION, on_header);
-    curl_easy_setopt(h, CURLOPT_HEADERDATA, a);
-    a->cap = 1024;
-    a->buf = apr_palloc(a->p, a->cap);
-    a->buf[0] = '\0';
+    curl_easy_setopt(h, CURLOPT_HEADERDATA, c);
 }
 
 /* What went wrong with a call that brought no answer, in libcurl's generic words (its
  * error buffer may quote the URL). */
 static const char *no_answer(apr_pool_t *p, const call_t *a, int timeout)
 {
-    if (a->over || a->rc == CURLE_FILESIZE_EXCEEDED) {
+    if (a->a.over || a->rc == CURLE_FILESIZE_EXCEEDED) {
         return apr_psprintf(p, "the answer is larger than %d bytes", BANK_PUSH_MAX_ANSWER);
     }
     if (a->rc == CURLE_OPERATION_TIMEDOUT) {
@@ -153,7 +105,7 @@ static const char *fetch_bearer(bank_push_client_t *cl, apr_pool_t *p)
     const bank_push_account_t *acc = cl->conf.account;
     apr_time_t now = apr_time_now();
     const char *jwt = bank_push_jwt(p, acc, apr_time_sec(now)), *body, *why, *bearer = NULL;
-    call_t a = {p, NULL, 0, 0, 0, 0, CURLE_OK, 0, 0};
+    call_t a;
     struct curl_slist *hdr = NULL;
     apr_int64_t expires = 0;
     long status = 0;
@@ -162,8 +114,9 @@ static const char *fetch_bearer(bank_push_client_t *cl, apr_pool_t *p)
         return "cannot sign the service account's JWT (OpenSSL)";
     }
     body = bank_push_token_body(p, jwt);
+    memset(&a, 0, sizeof(a));
     curl_easy_reset(cl->token_h);
-    common_opts(cl->token_h, &cl->conf, acc->token_uri, &a);
+    call_opts(cl->token_h, &cl->conf, acc->token_uri, &a, p);
     hdr = curl_slist_append(hdr, "Content-Type: application/x-www-form-urlencoded");
     hdr = curl_slist_append(hdr, "Accept: application/json");
     curl_easy_setopt(cl->token_h, CURLOPT_HTTPHEADER, hdr);
@@ -172,11 +125,11 @@ static const char *fetch_bearer(bank_push_client_t *cl, apr_pool_t *p)
     a.rc = curl_easy_perform(cl->token_h);
     curl_easy_setopt(cl->token_h, CURLOPT_HTTPHEADER, NULL);
     curl_slist_free_all(hdr);
-    if (a.rc != CURLE_OK || a.over) {
+    if (a.rc != CURLE_OK || a.a.over) {
         return apr_pstrcat(p, "token endpoint: ", no_answer(p, &a, cl->conf.timeout), (char *)NULL);
     }
     curl_easy_getinfo(cl->token_h, CURLINFO_RESPONSE_CODE, &status);
-    if ((why = bank_push_token_answer(p, status, a.buf, a.len, &bearer, &expires)) != NULL) {
+    if ((why = bank_push_token_answer(p, status, a.a.buf, a.a.len, &bearer, &expires)) != NULL) {
         return why;
     }
     /* The bearer lives in the client's pool: a sub-pool per bearer would be tidier, but a
@@ -202,14 +155,13 @@ static void round_send(bank_push_client_t *cl, apr_pool_t *p, const bank_push_ms
     hdr = curl_slist_append(hdr, "Content-Type: application/json; charset=UTF-8");
     for (i = 0; i < n; i++) {
         const char *body = bank_push_body(p, &msgs[todo[i]]);
-        calls[i].p = p;
         calls[i].start = apr_time_now();
         if (!(h[i] = curl_easy_init())) {
             calls[i].rc = CURLE_OUT_OF_MEMORY;
             calls[i].done = 1;
             continue;
         }
-        common_opts(h[i], &cl->conf, cl->send_url, &calls[i]);
+        call_opts(h[i], &cl->conf, cl->send_url, &calls[i], p);
         curl_easy_setopt(h[i], CURLOPT_HTTPHEADER, hdr);
         curl_easy_setopt(h[i], CURLOPT_COPYPOSTFIELDS, body);
         curl_easy_setopt(h[i], CURLOPT_PRIVATE, &calls[i]);
@@ -242,7 +194,7 @@ static void round_send(bank_push_client_t *cl, apr_pool_t *p, const bank_push_ms
         }
         r->took = apr_time_now() - calls[i].start;
         r->retry_after = calls[i].retry_after;
-        if (!calls[i].done || calls[i].rc != CURLE_OK || calls[i].over) {
+        if (!calls[i].done || calls[i].rc != CURLE_OK || calls[i].a.over) {
             if (!calls[i].done && calls[i].rc == CURLE_OK) {
                 calls[i].rc = CURLE_ABORTED_BY_CALLBACK;
             }
@@ -251,7 +203,7 @@ static void round_send(bank_push_client_t *cl, apr_pool_t *p, const bank_push_ms
             continue;
         }
         r->status = status;
-        r->verdict = bank_push_judge(p, status, calls[i].buf, calls[i].len);
+        r->verdict = bank_push_judge(p, status, calls[i].a.buf, calls[i].a.len);
         r->why =
             r->verdict == BANK_PUSH_SENT ? NULL : apr_psprintf(p, "FCM answered HTTP %ld", status);
     }

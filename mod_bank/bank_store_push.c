@@ -7,11 +7,11 @@
 #include "bank_store.h"
 
 static const bank_col_t due_cols[] = {
-    BANK_COL(INT64, bank_push_due_t, id),         BANK_COL(TEXT, bank_push_due_t, device_token),
-    BANK_COL(INT64, bank_push_due_t, attempts),   BANK_COL(TEXT, bank_push_due_t, amount),
-    BANK_COL(TEXT, bank_push_due_t, currency),    BANK_COL(TEXT, bank_push_due_t, receiver_name),
-    BANK_COL(TEXT, bank_push_due_t, status_code), BANK_COL(TEXT, bank_push_due_t, status_message),
-    BANK_COL(TEXT, bank_push_due_t, reference),   BANK_COL_LAST};
+    BANK_COL(INT64, bank_push_msg_t, id),         BANK_COL(TEXT, bank_push_msg_t, device_token),
+    BANK_COL(INT64, bank_push_msg_t, attempts),   BANK_COL(TEXT, bank_push_msg_t, amount),
+    BANK_COL(TEXT, bank_push_msg_t, currency),    BANK_COL(TEXT, bank_push_msg_t, receiver_name),
+    BANK_COL(TEXT, bank_push_msg_t, status_code), BANK_COL(TEXT, bank_push_msg_t, status_message),
+    BANK_COL(TEXT, bank_push_msg_t, reference),   BANK_COL_LAST};
 
 static const bank_col_t row_cols[] = {
     BANK_COL(INT64, bank_push_row_t, id),        BANK_COL(TEXT, bank_push_row_t, state),
@@ -80,11 +80,11 @@ bank_db_rc bank_store_push_claim(bank_db_t *db, const char *lease, const char *u
         return rc;
     }
     if (n == 0) {
-        *out = apr_array_make(p, 0, sizeof(bank_push_due_t));
+        *out = apr_array_make(p, 0, sizeof(bank_push_msg_t));
         return BANK_DB_OK;
     }
     return bank_db_rows(db, "bank_push_claimed", BANK_NARGS(key), key, due_cols,
-                        sizeof(bank_push_due_t), out);
+                        sizeof(bank_push_msg_t), out);
 }
 
 bank_db_rc bank_store_push_settle(bank_db_t *db, apr_int64_t id, const char *lease,

@@ -564,26 +564,23 @@ static const char *set_push_credentials(cmd_parms *cmd, void *cfg, const char *p
     return bank_push_set_credentials(cmd, path);
 }
 
-static const char *set_push_attempts(cmd_parms *cmd, void *cfg, const char *arg)
+/* BankPushAttempts and BankPushTimeout: a whole number up to the limit cmd->info gives. */
+typedef struct {
+    apr_int64_t max;
+    void (*set)(int);
+} push_number_t;
+static push_number_t push_attempts = {BANK_PUSH_ATTEMPTS_MAX, bank_push_set_attempts};
+static push_number_t push_timeout = {BANK_PUSH_TIMEOUT_MAX, bank_push_set_timeout};
+
+static const char *set_push_number(cmd_parms *cmd, void *cfg, const char *arg)
 {
+    const push_number_t *n = cmd->info;
     const char *err = ap_check_cmd_context(cmd, GLOBAL_ONLY);
     apr_int64_t v = 0;
 
     (void)cfg;
-    if (!err && !(err = parse_int(cmd, arg, 1, BANK_PUSH_ATTEMPTS_MAX, &v))) {
-        bank_push_set_attempts((int)v);
-    }
-    return err;
-}
-
-static const char *set_push_timeout(cmd_parms *cmd, void *cfg, const char *arg)
-{
-    const char *err = ap_check_cmd_context(cmd, GLOBAL_ONLY);
-    apr_int64_t v = 0;
-
-    (void)cfg;
-    if (!err && !(err = parse_int(cmd, arg, 1, BANK_PUSH_TIMEOUT_MAX, &v))) {
-        bank_push_set_timeout((int)v);
+    if (!err && !(err = parse_int(cmd, arg, 1, n->max, &v))) {
+        n->set((int)v);
     }
     return err;
 }
@@ -637,8 +634,8 @@ const command_rec bank_cmds[] = {
                    "through Firebase Cloud Messaging (default off)"),
     AP_INIT_TAKE1("BankPushCredentials", set_push_credentials, NULL, RSRC_CONF,
                   "The Google service account's JSON key file, readable by its owner only"),
-    AP_INIT_TAKE1("BankPushAttempts", set_push_attempts, NULL, RSRC_CONF,
+    AP_INIT_TAKE1("BankPushAttempts", set_push_number, &push_attempts, RSRC_CONF,
                   "Calls per push message before it is marked failed (default 8, at most 100)"),
-    AP_INIT_TAKE1("BankPushTimeout", set_push_timeout, NULL, RSRC_CONF,
+    AP_INIT_TAKE1("BankPushTimeout", set_push_number, &push_timeout, RSRC_CONF,
                   "Seconds an FCM or token call may take (default 10, at most 300)"),
     {NULL}};

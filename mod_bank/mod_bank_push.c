@@ -185,7 +185,6 @@ static int claim(server_rec *s, apr_pool_t *p, const char *lease, bank_push_msg_
     apr_time_t now = apr_time_now();
     apr_array_header_t *rows = NULL;
     bank_db_rc rc;
-    int i;
 
     if (!db) {
         ap_log_error(APLOG_MARK, APLOG_ERR, 0, s,
@@ -201,20 +200,7 @@ static int claim(server_rec *s, apr_pool_t *p, const char *lease, bank_push_msg_
         bank_db_give_back(&conn);
         return 0;
     }
-    *msgs = apr_pcalloc(p, sizeof(**msgs) * (apr_size_t)(rows->nelts ? rows->nelts : 1));
-    for (i = 0; i < rows->nelts; i++) {
-        const bank_push_due_t *d = &APR_ARRAY_IDX(rows, i, bank_push_due_t);
-        bank_push_msg_t *m = &(*msgs)[i];
-        m->id = d->id;
-        m->device_token = d->device_token;
-        m->attempts = d->attempts;
-        m->amount = d->amount;
-        m->currency = d->currency;
-        m->receiver_name = d->receiver_name;
-        m->status_code = d->status_code;
-        m->status_message = d->status_message;
-        m->reference = d->reference;
-    }
+    *msgs = (bank_push_msg_t *)rows->elts;
     bank_db_give_back(&conn);
     return rows->nelts;
 }

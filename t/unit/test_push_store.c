@@ -84,18 +84,18 @@ static int ours(apr_array_header_t *rows, const char *pre)
 {
     int i, n = 0;
     for (i = 0; i < rows->nelts; i++) {
-        const bank_push_due_t *d = &APR_ARRAY_IDX(rows, i, bank_push_due_t);
+        const bank_push_msg_t *d = &APR_ARRAY_IDX(rows, i, bank_push_msg_t);
         n += d->reference && strncmp(d->reference, pre, strlen(pre)) == 0;
     }
     return n;
 }
 
 /* This test's first row among those claimed, or NULL. */
-static const bank_push_due_t *first_ours(apr_array_header_t *rows, const char *pre)
+static const bank_push_msg_t *first_ours(apr_array_header_t *rows, const char *pre)
 {
     int i;
     for (i = 0; i < rows->nelts; i++) {
-        const bank_push_due_t *d = &APR_ARRAY_IDX(rows, i, bank_push_due_t);
+        const bank_push_msg_t *d = &APR_ARRAY_IDX(rows, i, bank_push_msg_t);
         if (d->reference && strncmp(d->reference, pre, strlen(pre)) == 0) {
             return d;
         }
@@ -138,7 +138,7 @@ static void test_claims(bank_db_t *db)
     bank_customer_t c;
     apr_int64_t before = 0, after = 0;
     int i, settled = 0, n = 0;
-    const bank_push_due_t *d;
+    const bank_push_msg_t *d;
 
     wallet = customer_with_devices(db, pre, &c);
     CHECK(bank_store_push_backlog(db, &before) == BANK_DB_OK);
@@ -163,7 +163,7 @@ static void test_claims(bank_db_t *db)
                                  &settled) == BANK_DB_OK &&
           settled == 0);
     for (i = 0; i < b->nelts; i++) {
-        d = &APR_ARRAY_IDX(b, i, bank_push_due_t);
+        d = &APR_ARRAY_IDX(b, i, bank_push_msg_t);
         CHECK(d->attempts >= 2);
         CHECK(bank_store_push_settle(db, d->id, "lease-c", i == 0 ? "sent" : "failed", OLD_LATER,
                                      OLD_LATER, i == 0 ? NULL : "FCM answered HTTP 503",
@@ -173,7 +173,7 @@ static void test_claims(bank_db_t *db)
     CHECK(bank_store_push_backlog(db, &after) == BANK_DB_OK && after == before + 2 - b->nelts);
     /* a failed row is listed, and requeued once */
     CHECK(bank_store_push_list(db, "failed", 10000, &a) == BANK_DB_OK);
-    d = &APR_ARRAY_IDX(b, b->nelts - 1, bank_push_due_t);
+    d = &APR_ARRAY_IDX(b, b->nelts - 1, bank_push_msg_t);
     for (i = 0; i < a->nelts; i++) {
         const bank_push_row_t *r = &APR_ARRAY_IDX(a, i, bank_push_row_t);
         if (r->id == d->id) {
@@ -227,11 +227,11 @@ static void test_skip_locked(bank_db_t *db)
     CHECK(ours(b, pre) == 1);
     CHECK(bank_db_end(db, 1) == BANK_DB_OK);
     for (i = 0; i < a->nelts; i++) {
-        CHECK(bank_store_push_settle(db, APR_ARRAY_IDX(a, i, bank_push_due_t).id, "lease-x", "sent",
+        CHECK(bank_store_push_settle(db, APR_ARRAY_IDX(a, i, bank_push_msg_t).id, "lease-x", "sent",
                                      OLD_LATER, OLD_LATER, NULL, &settled) == BANK_DB_OK);
     }
     for (i = 0; i < b->nelts; i++) {
-        CHECK(bank_store_push_settle(other, APR_ARRAY_IDX(b, i, bank_push_due_t).id, "lease-y",
+        CHECK(bank_store_push_settle(other, APR_ARRAY_IDX(b, i, bank_push_msg_t).id, "lease-y",
                                      "sent", OLD_LATER, OLD_LATER, NULL, &settled) == BANK_DB_OK);
     }
 }
