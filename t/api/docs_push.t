@@ -6,10 +6,10 @@ use strict;
 use warnings FATAL => 'all';
 use Apache::Test qw(-withtestmore);
 use File::Temp qw(tempdir);
+use Bank::ConfigCheck qw(config_check);
 use JSON::PP ();
 use Bank::Docs qw(doc_block substitute spew slurp);
 
-my $httpd = $ENV{APACHE_TEST_HTTPD} || '/usr/sbin/apache2';
 my $dir   = tempdir(CLEANUP => 1, DIR => $ENV{BANK_TEST_ROOT} || '/tmp');
 my $sa    = "$dir/fcm-service-account.json";
 my $old   = umask 077;
@@ -19,22 +19,7 @@ spew($sa, JSON::PP->new->encode({ type => 'service_account',
     token_uri    => 'https://oauth2.googleapis.com/token' }));
 umask $old;
 
-sub check {
-    my ($body) = @_;
-    spew("$dir/httpd.conf", <<"CONF" . $body);
-ServerRoot $dir
-ServerName localhost
-Listen 127.0.0.1:1
-PidFile $dir/httpd.pid
-ErrorLog $dir/error_log
-LoadModule mpm_event_module /usr/lib/apache2/modules/mod_mpm_event.so
-LoadModule authz_core_module /usr/lib/apache2/modules/mod_authz_core.so
-LoadModule dbd_module /usr/lib/apache2/modules/mod_dbd.so
-LoadModule bank_module $ENV{BANK_MODULE}
-CONF
-    my $out = `$httpd -t -f $dir/httpd.conf 2>&1`;
-    return ($? >> 8, $out);
-}
+sub check { return config_check($dir, @_) }
 
 for my $doc (['docs/push.md', 'push-conf'], ['docs/configuration.md', 'configuration-push']) {
     my ($file, $name) = @$doc;

@@ -6,32 +6,13 @@ use strict;
 use warnings FATAL => 'all';
 use Apache::Test qw(-withtestmore);
 use File::Temp qw(tempdir);
+use Bank::ConfigCheck qw(config_check);
 use JSON::PP ();
 
-my $httpd = $ENV{APACHE_TEST_HTTPD} || '/usr/sbin/apache2';
 my $dir   = tempdir(CLEANUP => 1, DIR => $ENV{BANK_TEST_ROOT} || '/tmp');
 my $top   = Apache::Test::vars('top_dir');
 
-sub check_config {
-    my ($body) = @_;
-    my $conf = "$dir/httpd.conf";
-    open my $fh, '>', $conf or die $!;
-    print $fh <<"CONF";
-ServerRoot $dir
-ServerName localhost
-Listen 127.0.0.1:1
-PidFile $dir/httpd.pid
-ErrorLog $dir/error_log
-LoadModule mpm_event_module /usr/lib/apache2/modules/mod_mpm_event.so
-LoadModule authz_core_module /usr/lib/apache2/modules/mod_authz_core.so
-LoadModule dbd_module /usr/lib/apache2/modules/mod_dbd.so
-LoadModule bank_module $ENV{BANK_MODULE}
-$body
-CONF
-    close $fh;
-    my $out = `$httpd -t -f $conf 2>&1`;
-    return ($? >> 8, $out);
-}
+sub check_config { return config_check($dir, @_) }
 
 my $pem = do { local (@ARGV, $/) = "$top/t/fake/push_test_key.pem"; <> };
 my ($pem_line) = $pem =~ /\n(.{40})/;

@@ -19,26 +19,7 @@ static int seq;
 
 static bank_notice_put_t *put_of(bank_db_t *db, const char *ref, const char *wallet)
 {
-    apr_pool_t *p = bank_db_pool(db);
-    bank_notice_t *n = apr_pcalloc(p, sizeof(*n));
-    bank_notice_put_t *put = apr_pcalloc(p, sizeof(*put));
-
-    n->service = "payments";
-    n->type = "fund_transfer";
-    n->status = "received";
-    n->amount = "5000";
-    n->currency = "NGN";
-    n->receiver_account_name = "ADA OBI";
-    n->status_code = "T100";
-    n->status_message = "Transfer successful";
-    n->transaction_reference = ref;
-    n->wallet_id = wallet;
-    put->n = n;
-    put->id = bank_uuid4(p);
-    put->partner = "unit";
-    put->raw = "{}";
-    put->now = OLD;
-    return put;
+    return fixture_notice(db, ref, wallet, OLD);
 }
 
 static long count_of(bank_db_t *db, const char *sql)
