@@ -48,6 +48,11 @@ const bank_stmt_t bank_store_push_sql[] = {
     {"bank_push_settle",
      "UPDATE push_outbox SET state = %s, lease = NULL, next_at = %pDz, done_at = %pDz,"
      " last_error = %s WHERE id = %lld AND lease = %s"},
+    /* Every row the lease still holds was sent (the others were settled one by one first):
+     * one statement for the round (args: done_at, lease). */
+    {"bank_push_sent",
+     "UPDATE push_outbox SET state = 'sent', lease = NULL, done_at = %pDz, last_error = NULL"
+     " WHERE lease = %s AND state = 'pending'"},
     /* FCM no longer knows the token: every customer's device row with it goes. */
     {"bank_push_device_drop",
      "DELETE FROM devices WHERE device_token = %s"},
@@ -95,6 +100,12 @@ bank_db_rc bank_store_push_settle(bank_db_t *db, apr_int64_t id, const char *lea
         state, next_at, done_at, why, apr_psprintf(bank_db_pool(db), "%" APR_INT64_T_FMT, id),
         lease};
     return bank_db_exec(db, "bank_push_settle", settled, BANK_NARGS(args), args);
+}
+
+bank_db_rc bank_store_push_sent(bank_db_t *db, const char *lease, const char *done_at, int *count)
+{
+    const char *args[] = {done_at, lease};
+    return bank_db_exec(db, "bank_push_sent", count, BANK_NARGS(args), args);
 }
 
 bank_db_rc bank_store_push_device_drop(bank_db_t *db, const char *device_token)

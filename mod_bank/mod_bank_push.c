@@ -62,6 +62,7 @@ static bank_idp_breaker_t *breaker = NULL;
 /* This process's sender. */
 static volatile apr_uint32_t woken = 0;
 static apr_time_t next_poll = 0;
+static apr_time_t next_count = 0;
 static bank_push_client_t *client = NULL;
 static apr_pool_t *sender_pool = NULL;
 
@@ -221,8 +222,8 @@ static bank_db_rc settle_one(server_rec *s, bank_db_t *db, apr_pool_t *p, const 
         bank_metrics_push_call(bank_metrics_block(), r->took);
     }
     if (r->verdict == BANK_PUSH_SENT) {
-        state = "sent";
-        outcome = BANK_M_PUSH_SENT;
+        bank_metrics_count_one(BANK_M_PUSH_SENT);
+        return BANK_DB_OK; /* settled with the round's others (settle_all) */
     } else if (r->verdict == BANK_PUSH_UNREGISTERED) {
         state = "unregistered";
         outcome = BANK_M_PUSH_UNREGISTERED;
@@ -276,10 +277,21 @@ static bank_db_rc settle_all(bank_db_t *db, void *baton)
 {
     settle_batch *b = baton;
     bank_db_rc rc = BANK_DB_OK;
-    int i;
+    int i, sent = 0, marked = 0;
 
     for (i = 0; rc == BANK_DB_OK && i < b->n; i++) {
         rc = settle_one(b->s, db, b->p, b->lease, &b->msgs[i], &b->out[i]);
+        sent += b->out[i].verdict == BANK_PUSH_SENT;
+    }
+    if (rc == BANK_DB_OK && sent) {
+        rc = bank_store_push_sent(db, b->lease, bank_time_iso(b->p, apr_time_now()), &marked);
+    }
+    if (rc == BANK_DB_OK && marked < sent) {
+        ap_log_error(APLOG_MARK, APLOG_WARNING, 0, b->s,
+                     BANKLOGNO(1815) "push: %d of %d message(s) sent after their lease ended "
+                                     "(BankPushTimeout too short for the database?); another "
+                                     "sender may send them again",
+                     sent - marked, sent);
     }
     return rc;
 }
@@ -409,7 +421,10 @@ static apr_status_t sender_tick(int state, void *data, apr_pool_t *pool)
         bank_push_wake(); /* more is due: the next tick goes on */
     }
     apr_pool_clear(p);
-    count_backlog(s, p);
+    if (apr_time_now() >= next_count) {
+        next_count = apr_time_now() + PUSH_POLL; /* a statement: once a second is enough */
+        count_backlog(s, p);
+    }
     apr_pool_destroy(p);
     return APR_SUCCESS;
 }
