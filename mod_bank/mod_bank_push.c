@@ -157,8 +157,7 @@ const char *bank_push_status(void)
     }
     backlog = apr_atomic_read64(&bank_metrics_block()->push_backlog);
     empty = shared ? apr_atomic_read32(&shared->last_empty) : 0;
-    return backlog > 0 && empty &&
-                   apr_time_sec(apr_time_now()) - (apr_int64_t)empty > PUSH_BACKLOG_AGE
+    return backlog > 0 && apr_time_sec(apr_time_now()) - (apr_int64_t)empty > PUSH_BACKLOG_AGE
                ? "backlog"
                : "ok";
 }
@@ -456,6 +455,8 @@ int bank_push_post_config(apr_pool_t *pconf, server_rec *s)
         APR_SUCCESS) {
         shared = apr_shm_baseaddr_get(shm);
         memset(shared, 0, sizeof(*shared));
+        /* rows pending since start-up count from start-up */
+        shared->last_empty = (apr_uint32_t)apr_time_sec(apr_time_now());
         breaker = bank_idp_breaker_at((char *)shared + sizeof(push_shared_t));
     } else {
         shared = NULL;
