@@ -31,7 +31,8 @@
 typedef struct {
     const char *client_email;
     const char *token_uri;
-    void *key; /* EVP_PKEY, freed with the pool it was read into */
+    const char *key_id; /* private_key_id, the JWT's kid; NULL: none given */
+    void *key;          /* EVP_PKEY, freed with the pool it was read into */
 } bank_push_account_t;
 
 /* Reads a service-account file only its owner may read, owned by the user reading it;

@@ -67,6 +67,7 @@ const char *bank_push_account_parse(apr_pool_t *p, const char *text, apr_size_t 
     apr_pool_cleanup_register(p, key, key_free, apr_pool_cleanup_null);
     out->client_email = apr_pstrdup(p, email);
     out->token_uri = apr_pstrdup(p, uri);
+    out->key_id = member(o, "private_key_id") ? apr_pstrdup(p, member(o, "private_key_id")) : NULL;
     out->key = key;
     return NULL;
 }
@@ -91,7 +92,8 @@ static const char *b64url_text(apr_pool_t *p, const char *s)
 
 const char *bank_push_jwt(apr_pool_t *p, const bank_push_account_t *a, apr_int64_t now)
 {
-    json_object *claims = bank_json_own(p, json_object_new_object());
+    json_object *claims = bank_json_own(p, json_object_new_object()),
+                *header = bank_json_own(p, json_object_new_object());
     const char *input;
     unsigned char *sig;
     size_t siglen = 0;
@@ -103,7 +105,12 @@ const char *bank_push_jwt(apr_pool_t *p, const bank_push_account_t *a, apr_int64
     json_object_object_add(claims, "aud", json_object_new_string(a->token_uri));
     json_object_object_add(claims, "iat", json_object_new_int64(now));
     json_object_object_add(claims, "exp", json_object_new_int64(now + BANK_PUSH_JWT_LIFETIME));
-    input = apr_pstrcat(p, b64url_text(p, "{\"alg\":\"RS256\",\"typ\":\"JWT\"}"), ".",
+    json_object_object_add(header, "alg", json_object_new_string("RS256"));
+    json_object_object_add(header, "typ", json_object_new_string("JWT"));
+    if (a->key_id) {
+        json_object_object_add(header, "kid", json_object_new_string(a->key_id));
+    }
+    input = apr_pstrcat(p, b64url_text(p, bank_json_text(p, header)), ".",
                         b64url_text(p, bank_json_text(p, claims)), (char *)NULL);
     if (!(md = EVP_MD_CTX_new())) {
         return NULL;

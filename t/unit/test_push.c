@@ -111,6 +111,14 @@ static void test_jwt(apr_pool_t *p)
           strcmp(json_object_get_string(v), "https://oauth2.googleapis.com/token") == 0);
     CHECK(json_object_object_get_ex(claims, "iat", &v) && json_object_get_int64(v) == 1700000000);
     CHECK(json_object_object_get_ex(claims, "exp", &v) && json_object_get_int64(v) == 1700003600);
+    /* the key's id, when the file gives it, as the header's kid */
+    a.key_id = "k-123";
+    jwt = bank_push_jwt(p, &a, 1700000000);
+    {
+        const char *h = "{\"alg\":\"RS256\",\"typ\":\"JWT\",\"kid\":\"k-123\"}";
+        const char *want = bank_b64url_encode(p, (const unsigned char *)h, strlen(h));
+        CHECK(jwt && strncmp(jwt, want, strlen(want)) == 0 && jwt[strlen(want)] == '.');
+    }
     CHECK(
         strncmp(bank_push_token_body(p, "a.b.c"),
                 "grant_type=urn%3Aietf%3Aparams%3Aoauth%3Agrant-type%3Ajwt-bearer&assertion=a.b.c",
