@@ -164,6 +164,14 @@ const char *bank_push_status(void)
 
 /* ---- the sender ---- */
 
+static void push_count(bank_metric_t c)
+{
+    bank_metrics_t *m = bank_metrics_shared();
+    if (m) {
+        bank_metrics_count(m, c);
+    }
+}
+
 /* A lease: random, so that two senders never hold the same one. NULL: no randomness. */
 static const char *new_lease(apr_pool_t *p)
 {
@@ -196,7 +204,7 @@ static int claim(server_rec *s, apr_pool_t *p, const char *lease, bank_push_msg_
     if (rc != BANK_DB_OK) {
         ap_log_error(APLOG_MARK, APLOG_ERR, 0, s, BANKLOGNO(1803) "push: claiming rows: %s",
                      bank_db_error(db));
-        bank_metrics_count_one(BANK_M_DB_ERRORS);
+        push_count(BANK_M_DB_ERRORS);
         bank_db_give_back(&conn);
         return 0;
     }
@@ -221,7 +229,7 @@ static bank_db_rc settle_one(server_rec *s, bank_db_t *db, apr_pool_t *p, const 
         bank_metrics_push_call(bank_metrics_block(), r->took);
     }
     if (r->verdict == BANK_PUSH_SENT) {
-        bank_metrics_count_one(BANK_M_PUSH_SENT);
+        push_count(BANK_M_PUSH_SENT);
         return BANK_DB_OK; /* settled with the round's others (settle_all) */
     } else if (r->verdict == BANK_PUSH_UNREGISTERED) {
         state = "unregistered";
@@ -242,7 +250,7 @@ static bank_db_rc settle_one(server_rec *s, bank_db_t *db, apr_pool_t *p, const 
     if (rc != BANK_DB_OK) {
         return rc;
     }
-    bank_metrics_count_one(outcome);
+    push_count(outcome);
     if (outcome != BANK_M_PUSH_SENT) {
         ap_log_error(APLOG_MARK, outcome == BANK_M_PUSH_FAILED ? APLOG_WARNING : APLOG_INFO, 0, s,
                      BANKLOGNO(1804) "push message %" APR_INT64_T_FMT " (attempt %" APR_INT64_T_FMT
@@ -315,7 +323,7 @@ static void settle(server_rec *s, apr_pool_t *p, settle_batch *b)
                      BANKLOGNO(1807) "push: recording %d outcome(s): %s; sent again after the "
                                      "lease",
                      b->n, bank_db_error(db));
-        bank_metrics_count_one(BANK_M_DB_ERRORS);
+        push_count(BANK_M_DB_ERRORS);
     }
     bank_db_give_back(&conn);
 }

@@ -7,12 +7,14 @@ package Bank::ConfigCheck;
 use strict;
 use warnings FATAL => 'all';
 use Exporter 'import';
+use Bank::Test qw(httpd_binary modules_dir);
 
 our @EXPORT_OK = qw(config_check);
 
 sub config_check {
     my ($dir, $body) = @_;
-    my $httpd = $ENV{APACHE_TEST_HTTPD} || '/usr/sbin/apache2';
+    my $httpd   = httpd_binary();
+    my $modules = modules_dir();
     my $conf  = "$dir/httpd.conf";
     open my $fh, '>', $conf or die "$conf: $!";
     print $fh <<"CONF";
@@ -21,9 +23,9 @@ ServerName localhost
 Listen 127.0.0.1:1
 PidFile $dir/httpd.pid
 ErrorLog $dir/error_log
-LoadModule mpm_event_module /usr/lib/apache2/modules/mod_mpm_event.so
-LoadModule authz_core_module /usr/lib/apache2/modules/mod_authz_core.so
-LoadModule dbd_module /usr/lib/apache2/modules/mod_dbd.so
+LoadModule mpm_event_module $modules/mod_mpm_event.so
+LoadModule authz_core_module $modules/mod_authz_core.so
+LoadModule dbd_module $modules/mod_dbd.so
 LoadModule bank_module $ENV{BANK_MODULE}
 $body
 CONF
