@@ -83,6 +83,11 @@ const char *bank_idp_proxy_check(apr_pool_t *p, const char *url);
 /* NULL if s can be an app id or a secret (1..BANK_IDP_CREDENTIAL_MAX printable ASCII
  * characters, no spaces: they travel in HTTP headers), else why not. */
 const char *bank_idp_credential_check(const char *s);
+/* Reads a secret file (at most max bytes, NUL-terminated into *text) only its owner may
+ * read, owned by the user reading it. NULL, else why not (never a byte of the file). Also
+ * the push service account's reader (bank_push.c). */
+const char *bank_secret_file_read(apr_pool_t *p, const char *path, apr_size_t max, char **text,
+                                  apr_size_t *len);
 /* Reads "APP-ID SECRET" from a file only its owner may read, owned by the user reading it.
  * NULL with both set, else why not (never a byte of the file). */
 const char *bank_idp_credentials_file(apr_pool_t *p, const char *path, const char **app_id,

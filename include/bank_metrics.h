@@ -42,6 +42,10 @@ typedef enum {
      * (dojah, prembly; match, mismatch, unavailable, refused) */
     BANK_M_IDP_CALLS,
     BANK_M_IDP_CALLS_END = BANK_M_IDP_CALLS + 7,
+    BANK_M_PUSH_SENT,         /* push messages FCM accepted */
+    BANK_M_PUSH_RETRIED,      /* a failed call, to be tried again later */
+    BANK_M_PUSH_FAILED,       /* given up: attempts used up, or refused for good */
+    BANK_M_PUSH_UNREGISTERED, /* the device's token is gone: the device row deleted */
     BANK_M_COUNT
 } bank_metric_t;
 
@@ -58,6 +62,8 @@ typedef struct {
     apr_uint64_t password_waiting;     /* gauge: password verifications under way */
     apr_uint64_t password_running_max; /* gauge: the most verifications computing at once */
     bank_histogram_t latency[BANK_EP_COUNT];
+    apr_uint64_t push_backlog;   /* gauge: outbox rows still to send, as last counted */
+    bank_histogram_t push_calls; /* FCM messages:send calls, each from start to answer */
 } bank_metrics_t;
 
 void bank_metrics_count(bank_metrics_t *m, bank_metric_t c);
@@ -67,6 +73,10 @@ void bank_metrics_share(bank_metrics_t *m);
 bank_metrics_t *bank_metrics_shared(void);
 /* One request of endpoint e that took `took`. */
 void bank_metrics_observe(bank_metrics_t *m, bank_endpoint_t e, apr_interval_time_t took);
+/* One FCM call that took `took`. */
+void bank_metrics_push_call(bank_metrics_t *m, apr_interval_time_t took);
+/* The outbox rows still to send, as just counted. */
+void bank_metrics_push_backlog(bank_metrics_t *m, apr_uint64_t rows);
 /* A password verification starts (delta 1) or ends (delta -1). */
 void bank_metrics_waiting(bank_metrics_t *m, int delta);
 

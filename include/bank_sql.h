@@ -12,7 +12,10 @@
  *                cast would yield Inf)
  *   {bool}       a boolean parameter given as 0/1: %d <> 0 on PostgreSQL, %d on SQLite
  *   {ymd:COLUMN} a date column as YYYY-MM-DD: to_char(COLUMN, 'YYYY-MM-DD') on PostgreSQL,
- *                the column itself on SQLite (which stores that text) */
+ *                the column itself on SQLite (which stores that text)
+ *   {skip_locked} after a SELECT's LIMIT: FOR UPDATE SKIP LOCKED on PostgreSQL (rows
+ *                another transaction holds are passed over), nothing on SQLite (one writer
+ *                at a time) */
 #ifndef BANK_SQL_H
 #define BANK_SQL_H
 
@@ -30,6 +33,7 @@ typedef struct {
 extern const bank_stmt_t bank_store_auth_sql[];
 extern const bank_stmt_t bank_store_customer_sql[];
 extern const bank_stmt_t bank_store_notice_sql[];
+extern const bank_stmt_t bank_store_push_sql[];
 
 /* Statement i of all the store's statements, or NULL past the last. */
 const bank_stmt_t *bank_stmt_at(int i);

@@ -10,6 +10,7 @@
 #include <apr_tables.h>
 #include "bank_db.h"
 #include "bank_notice.h"
+#include "bank_push.h"
 
 /* ---- access tokens, sign-in throttle, devices (bank_store_auth.c) ---- */
 
@@ -187,5 +188,45 @@ typedef struct {
 
 /* The newest limit notices (bank_notice_row_t), newest first. */
 bank_db_rc bank_store_notices_list(bank_db_t *db, int limit, apr_array_header_t **out);
+
+/* ---- the push outbox (bank_store_push.c, docs/push.md) ---- */
+
+/* Claims up to max rows due at now under lease (a new random text) until `until`: another
+ * sender takes them only after that. *out: the rows the lease holds, as the messages to send
+ * (bank_push_msg_t, bank_push.h). */
+bank_db_rc bank_store_push_claim(bank_db_t *db, const char *lease, const char *until,
+                                 const char *now, int max, apr_array_header_t **out);
+/* Settles a claimed row if the lease still holds it (*settled 1; 0: the lease had ended and
+ * another sender may have it): state "pending" (again at next_at), "sent", "failed" or
+ * "unregistered" (done_at set, else NULL), why the last failure (NULL: none). */
+bank_db_rc bank_store_push_settle(bank_db_t *db, apr_int64_t id, const char *lease,
+                                  const char *state, const char *next_at, const char *done_at,
+                                  const char *why, int *settled);
+/* Marks every row the lease still holds sent (settle the others first); *count how many. */
+bank_db_rc bank_store_push_sent(bank_db_t *db, const char *lease, const char *done_at, int *count);
+/* Deletes every device row with this token. */
+bank_db_rc bank_store_push_device_drop(bank_db_t *db, const char *device_token);
+/* The rows still to send. */
+bank_db_rc bank_store_push_backlog(bank_db_t *db, apr_int64_t *count);
+
+/* A row for bankctl push list (never the device token). */
+typedef struct {
+    apr_int64_t id;
+    const char *state;
+    apr_int64_t attempts;
+    const char *customer_id;
+    const char *reference; /* the notice's transactionReference */
+    const char *created_at;
+    const char *next_at;
+    const char *done_at;
+    const char *last_error;
+} bank_push_row_t;
+
+/* The newest limit rows (bank_push_row_t) in state (NULL: any). */
+bank_db_rc bank_store_push_list(bank_db_t *db, const char *state, int limit,
+                                apr_array_header_t **out);
+/* Makes failed row id pending again at now, its attempts afresh; *count 0 if there is no
+ * failed row id. */
+bank_db_rc bank_store_push_requeue(bank_db_t *db, apr_int64_t id, const char *now, int *count);
 
 #endif

@@ -15,6 +15,10 @@ bank_db_t *bank_db(request_rec *r);
  * password verification) holds none meanwhile. *lease is NULL when none could be had (then
  * NULL is returned, logged as for bank_db). */
 bank_db_t *bank_db_take(request_rec *r, apr_pool_t **lease);
+/* A pooled connection of server s for work outside any request (the push sender), given
+ * back when *lease (a child of parent) is destroyed (bank_db_give_back). NULL when none could
+ * be had (mod_dbd logged why). */
+bank_db_t *bank_db_background(server_rec *s, apr_pool_t *parent, apr_pool_t **lease);
 /* Gives a taken connection back; the bank_db_t from it must not be used again. */
 void bank_db_give_back(apr_pool_t **lease);
 /* What a failed bank_db_* call means for the client, after logging it with what: 1 if it is

@@ -6,11 +6,6 @@
 
 #include <httpd.h>
 
-/* The push sender's state for /health: "ok" or "backlog". A push sender registers one at
- * post_config; without one, /health says "none". */
-typedef const char *(*bank_health_push_fn)(request_rec *r);
-void bank_health_set_push(bank_health_push_fn fn);
-
 int bank_health_handler(request_rec *r);
 /* The start-up notice (each start and restart, not the configuration test). */
 void bank_health_post_config(server_rec *s);

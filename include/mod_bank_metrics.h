@@ -20,8 +20,5 @@ int bank_metrics_handler(request_rec *r);
 void bank_metrics_outcome(request_rec *r, bank_metric_t c);
 /* After endpoint e's handler returned rc: its outcome counted, its time observed. */
 void bank_metrics_request(request_rec *r, bank_endpoint_t e, int rc);
-/* The shared block, for the core rules that count in it (sign-in's password verifications);
- * NULL when there is none. */
-bank_metrics_t *bank_metrics_block(void);
 
 #endif

@@ -122,18 +122,18 @@ const char *bank_idp_credential_check(const char *s)
     return NULL;
 }
 
-const char *bank_idp_credentials_file(apr_pool_t *p, const char *path, const char **app_id,
-                                      const char **secret)
+const char *bank_secret_file_read(apr_pool_t *p, const char *path, apr_size_t max, char **text,
+                                  apr_size_t *len)
 {
     apr_finfo_t fi;
     apr_file_t *f;
     apr_uid_t uid;
     apr_gid_t gid;
-    char buf[2 * BANK_IDP_CREDENTIAL_MAX + 16], *last = NULL, *a, *s;
-    apr_size_t n = sizeof(buf) - 1;
-    const char *err;
+    apr_size_t n = max;
+    char *buf;
 
-    if (apr_stat(&fi, path, APR_FINFO_TYPE | APR_FINFO_PROT | APR_FINFO_OWNER, p) != APR_SUCCESS ||
+    if (apr_stat(&fi, path, APR_FINFO_TYPE | APR_FINFO_PROT | APR_FINFO_OWNER | APR_FINFO_SIZE,
+                 p) != APR_SUCCESS ||
         fi.filetype != APR_REG) {
         return "cannot read it as a regular file";
     }
@@ -147,24 +147,42 @@ const char *bank_idp_credentials_file(apr_pool_t *p, const char *path, const cha
     if (apr_file_open(&f, path, APR_FOPEN_READ, 0, p) != APR_SUCCESS) {
         return "cannot open it";
     }
-    memset(buf, 0, sizeof(buf));
+    buf = apr_pcalloc(p, max + 1);
     if (apr_file_read_full(f, buf, n, &n) != APR_SUCCESS && n == 0) {
         apr_file_close(f);
         return "it is empty";
     }
     apr_file_close(f);
+    if (n == max && fi.size > (apr_off_t)max) {
+        memset(buf, 0, max);
+        return apr_psprintf(p, "it is larger than %" APR_SIZE_T_FMT " bytes", max);
+    }
+    *text = buf;
+    *len = n;
+    return NULL;
+}
+
+const char *bank_idp_credentials_file(apr_pool_t *p, const char *path, const char **app_id,
+                                      const char **secret)
+{
+    char *buf = NULL, *last = NULL, *a, *s;
+    apr_size_t n = 0;
+    const char *err = bank_secret_file_read(p, path, 2 * BANK_IDP_CREDENTIAL_MAX + 15, &buf, &n);
+
+    if (err) {
+        return err;
+    }
     a = apr_strtok(buf, " \t\r\n", &last);
     s = a ? apr_strtok(NULL, " \t\r\n", &last) : NULL;
     if (!a || !s || apr_strtok(NULL, " \t\r\n", &last)) {
-        return "it must hold exactly two words: APP-ID SECRET";
+        err = "it must hold exactly two words: APP-ID SECRET";
+    } else if ((err = bank_idp_credential_check(a)) == NULL &&
+               (err = bank_idp_credential_check(s)) == NULL) {
+        *app_id = apr_pstrdup(p, a);
+        *secret = apr_pstrdup(p, s);
     }
-    if ((err = bank_idp_credential_check(a)) != NULL || (err = bank_idp_credential_check(s))) {
-        return err;
-    }
-    *app_id = apr_pstrdup(p, a);
-    *secret = apr_pstrdup(p, s);
-    memset(buf, 0, sizeof(buf));
-    return NULL;
+    memset(buf, 0, n);
+    return err;
 }
 
 /* ---- the requests ---- */

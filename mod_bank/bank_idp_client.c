@@ -6,7 +6,7 @@
 #include <string.h>
 #include <strings.h>
 #include <apr_strings.h>
-#include <curl/curl.h>
+#include "bank_curl.h"
 #include "bank_idp.h"
 
 int bank_idp_global_init(void)
@@ -43,37 +43,6 @@ static CURL *client(apr_pool_t *keep)
     return h;
 }
 
-typedef struct {
-    apr_pool_t *p;
-    char *buf;
-    apr_size_t len, cap;
-    int over;
-} answer_t;
-
-static size_t on_data(char *data, size_t size, size_t n, void *baton)
-{
-    answer_t *a = baton;
-    apr_size_t add = size * n;
-
-    if (a->len + add > BANK_IDP_MAX_ANSWER) {
-        a->over = 1;
-        return 0; /* libcurl stops the transfer */
-    }
-    if (a->len + add + 1 > a->cap) {
-        char *grown;
-        while (a->len + add + 1 > a->cap) {
-            a->cap *= 2;
-        }
-        grown = apr_palloc(a->p, a->cap);
-        memcpy(grown, a->buf, a->len);
-        a->buf = grown;
-    }
-    memcpy(a->buf + a->len, data, add);
-    a->len += add;
-    a->buf[a->len] = '\0';
-    return add;
-}
-
 static struct curl_slist *header(struct curl_slist *list, apr_pool_t *p, const char *name,
                                  const char *value)
 {
@@ -85,10 +54,8 @@ void bank_idp_check(apr_pool_t *p, apr_pool_t *keep, const bank_idp_conf_t *c,
 {
     CURL *h = client(keep);
     struct curl_slist *hdr = NULL;
-    answer_t a = {p, NULL, 0, 4096, 0};
-    long status = 0, connect = c->timeout < BANK_IDP_CONNECT_TIMEOUT_MAX
-                                   ? c->timeout
-                                   : BANK_IDP_CONNECT_TIMEOUT_MAX;
+    bank_curl_answer_t a;
+    long status = 0, connect = 0;
     CURLcode rc;
 
     memset(out, 0, sizeof(*out));
@@ -96,27 +63,14 @@ void bank_idp_check(apr_pool_t *p, apr_pool_t *keep, const bank_idp_conf_t *c,
         unavailable(out, "libcurl could not make a handle");
         return;
     }
-    a.buf = apr_palloc(p, a.cap);
-    a.buf[0] = '\0';
-    curl_easy_reset(h);                        /* keeps the open connections */
-    curl_easy_setopt(h, CURLOPT_VERBOSE, 0L);  /* it would print the URL: a BVN and a date */
-    curl_easy_setopt(h, CURLOPT_NOSIGNAL, 1L); /* threads: no SIGALRM for DNS timeouts */
-    curl_easy_setopt(h, CURLOPT_TIMEOUT_MS, (long)c->timeout * 1000L);
-    curl_easy_setopt(h, CURLOPT_CONNECTTIMEOUT_MS, connect * 1000L);
-    curl_easy_setopt(h, CURLOPT_SSL_VERIFYPEER, 1L);
-    curl_easy_setopt(h, CURLOPT_SSL_VERIFYHOST, 2L);
-    /* The scheme the base URL passed bank_idp_url_check with; no redirects followed. */
-    curl_easy_setopt(h, CURLOPT_PROTOCOLS_STR,
-                     strncasecmp(c->base_url, "https:", 6) == 0 ? "https" : "http");
-    curl_easy_setopt(h, CURLOPT_FOLLOWLOCATION, 0L);
-    /* Only the proxy the configuration names: libcurl would otherwise take http_proxy,
-     * https_proxy, ALL_PROXY and NO_PROXY from httpd's environment ("" turns that off). */
-    curl_easy_setopt(h, CURLOPT_PROXY, c->proxy ? c->proxy : "");
-    curl_easy_setopt(h, CURLOPT_NOPROXY, "");
-    curl_easy_setopt(h, CURLOPT_MAXFILESIZE_LARGE, (curl_off_t)BANK_IDP_MAX_ANSWER);
-    curl_easy_setopt(h, CURLOPT_USERAGENT, "mod_bank");
-    curl_easy_setopt(h, CURLOPT_WRITEFUNCTION, on_data);
-    curl_easy_setopt(h, CURLOPT_WRITEDATA, &a);
+    bank_curl_answer_init(&a, p, BANK_IDP_MAX_ANSWER);
+    curl_easy_reset(h); /* keeps the open connections */
+    /* never verbose: it would print the URL, a BVN and a date */
+    bank_curl_safe(h, c->base_url, c->timeout, BANK_IDP_CONNECT_TIMEOUT_MAX, &a);
+    /* Only the proxy the configuration names (bank_curl_safe turned the environment's off). */
+    if (c->proxy && *c->proxy) {
+        curl_easy_setopt(h, CURLOPT_PROXY, c->proxy);
+    }
     hdr = header(hdr, p, "Accept", "application/json");
     if (c->kind == BANK_IDP_DOJAH) {
         hdr = header(hdr, p, "AppId", c->app_id);

@@ -1,6 +1,7 @@
 /* Request metrics: atomic updates and the Prometheus text rendering (include/bank_metrics.h,
  * docs/operations.md "Metrics"). */
 #include <apr_atomic.h>
+#include <string.h>
 #include <apr_strings.h>
 #include "bank_metrics.h"
 #include "bank_version.h"
@@ -61,6 +62,13 @@ static const struct {
     [BANK_M_IDP_CALLS + 6] = {IDP_CALLS, "provider=\"prembly\",outcome=\"unavailable\"", NULL},
     [BANK_M_IDP_CALLS + 7] = {IDP_CALLS, "provider=\"prembly\",outcome=\"refused\"", NULL},
 #undef IDP_CALLS
+    [BANK_M_PUSH_SENT] = {"bank_push_total", "outcome=\"sent\"",
+                          "Push messages by outcome: sent (FCM accepted it), retried (a failed "
+                          "call, tried again later), failed (given up), unregistered (the "
+                          "device's token is gone: device removed)."},
+    [BANK_M_PUSH_RETRIED] = {"bank_push_total", "outcome=\"retried\"", NULL},
+    [BANK_M_PUSH_FAILED] = {"bank_push_total", "outcome=\"failed\"", NULL},
+    [BANK_M_PUSH_UNREGISTERED] = {"bank_push_total", "outcome=\"unregistered\"", NULL},
 };
 
 void bank_metrics_count(bank_metrics_t *m, bank_metric_t c)
@@ -86,21 +94,35 @@ void bank_metrics_running(bank_metrics_t *m, apr_uint64_t now)
     }
 }
 
-void bank_metrics_observe(bank_metrics_t *m, bank_endpoint_t e, apr_interval_time_t took)
+static void observe(bank_histogram_t *h, apr_interval_time_t took)
 {
     int i = 0;
 
-    if (e < 0 || e >= BANK_EP_COUNT) {
-        return;
-    }
     if (took < 0) {
         took = 0;
     }
     while (i < BANK_METRICS_BOUNDS && took > bound_usec[i]) {
         i++;
     }
-    apr_atomic_inc64(&m->latency[e].slot[i]);
-    apr_atomic_add64(&m->latency[e].sum_usec, (apr_uint64_t)took);
+    apr_atomic_inc64(&h->slot[i]);
+    apr_atomic_add64(&h->sum_usec, (apr_uint64_t)took);
+}
+
+void bank_metrics_observe(bank_metrics_t *m, bank_endpoint_t e, apr_interval_time_t took)
+{
+    if (e >= 0 && e < BANK_EP_COUNT) {
+        observe(&m->latency[e], took);
+    }
+}
+
+void bank_metrics_push_call(bank_metrics_t *m, apr_interval_time_t took)
+{
+    observe(&m->push_calls, took);
+}
+
+void bank_metrics_push_backlog(bank_metrics_t *m, apr_uint64_t rows)
+{
+    apr_atomic_set64(&m->push_backlog, rows);
 }
 
 const char *bank_metrics_endpoint(bank_endpoint_t e)
@@ -133,24 +155,26 @@ static const char *render_counters(apr_pool_t *p, const bank_metrics_t *m)
     return out;
 }
 
-/* One endpoint's series; buckets are cumulative and the +Inf bucket is the count, so the
- * three always agree even while other processes add observations. */
-static const char *render_histogram(apr_pool_t *p, const bank_histogram_t *h, const char *ep)
+/* One series (labels: "endpoint=\"x\"," or ""); buckets are cumulative and the +Inf bucket
+ * is the count, so the three always agree even while other processes add observations. */
+static const char *render_histogram(apr_pool_t *p, const bank_histogram_t *h, const char *name,
+                                    const char *labels)
 {
-    const char *name = "bank_request_duration_seconds", *out = "";
+    const char *out = "", *only = apr_pstrndup(p, labels, strlen(labels) ? strlen(labels) - 1 : 0);
     apr_uint64_t total = 0, sum;
     int i;
 
     for (i = 0; i <= BANK_METRICS_BOUNDS; i++) {
         total += apr_atomic_read64((volatile apr_uint64_t *)&h->slot[i]);
-        out = apr_psprintf(p, "%s%s_bucket{endpoint=\"%s\",le=\"%s\"} %" APR_UINT64_T_FMT "\n", out,
-                           name, ep, i < BANK_METRICS_BOUNDS ? bound_text[i] : "+Inf", total);
+        out = apr_psprintf(p, "%s%s_bucket{%sle=\"%s\"} %" APR_UINT64_T_FMT "\n", out, name, labels,
+                           i < BANK_METRICS_BOUNDS ? bound_text[i] : "+Inf", total);
     }
     sum = apr_atomic_read64((volatile apr_uint64_t *)&h->sum_usec);
     return apr_psprintf(p,
-                        "%s%s_sum{endpoint=\"%s\"} %" APR_UINT64_T_FMT ".%06" APR_UINT64_T_FMT
-                        "\n%s_count{endpoint=\"%s\"} %" APR_UINT64_T_FMT "\n",
-                        out, name, ep, sum / 1000000, sum % 1000000, name, ep, total);
+                        "%s%s_sum%s%s%s %" APR_UINT64_T_FMT ".%06" APR_UINT64_T_FMT
+                        "\n%s_count%s%s%s %" APR_UINT64_T_FMT "\n",
+                        out, name, *only ? "{" : "", only, *only ? "}" : "", sum / 1000000,
+                        sum % 1000000, name, *only ? "{" : "", only, *only ? "}" : "", total);
 }
 
 /* out, then a gauge family of one sample. */
@@ -181,11 +205,21 @@ const char *bank_metrics_prometheus(apr_pool_t *p, const bank_metrics_t *m)
                                   "Time from the request's arrival to the end of the handler."),
                       (char *)NULL);
     for (e = 0; e < BANK_EP_COUNT; e++) {
-        out = apr_pstrcat(p, out, render_histogram(p, &m->latency[e], endpoint_names[e]),
+        out = apr_pstrcat(p, out,
+                          render_histogram(p, &m->latency[e], "bank_request_duration_seconds",
+                                           apr_psprintf(p, "endpoint=\"%s\",", endpoint_names[e])),
                           (char *)NULL);
     }
+    out = render_gauge(p, out, "bank_push_backlog",
+                       "Push messages still to send (the outbox's pending rows), as the sender "
+                       "last counted them.",
+                       &m->push_backlog);
     return apr_pstrcat(
         p, out,
+        family_head(p, "bank_push_send_duration_seconds", "histogram",
+                    "Time of each FCM messages:send call, from its start to its answer (or "
+                    "timeout)."),
+        render_histogram(p, &m->push_calls, "bank_push_send_duration_seconds", ""),
         family_head(p, "bank_build_info", "gauge", "The running mod_bank's version (always 1)."),
         "bank_build_info{version=\"" BANK_VERSION "\"} 1\n", (char *)NULL);
 }

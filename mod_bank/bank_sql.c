@@ -5,7 +5,7 @@
 #include "bank_sql.h"
 
 static const bank_stmt_t *const sets[] = {bank_store_auth_sql, bank_store_customer_sql,
-                                          bank_store_notice_sql, NULL};
+                                          bank_store_notice_sql, bank_store_push_sql, NULL};
 
 const bank_stmt_t *bank_stmt_at(int i)
 {
@@ -43,6 +43,7 @@ static const struct {
     {"uuid", "%s", "CAST(%s AS uuid)"},
     {"bool", "%d", "%d <> 0"},
     {"ymd", "@", "to_char(@, 'YYYY-MM-DD')"},
+    {"skip_locked", "", " FOR UPDATE SKIP LOCKED"},
 };
 
 static const char *expand_one(apr_pool_t *p, const char *marker, apr_size_t len, int pgsql)

@@ -27,6 +27,7 @@
 #include "mod_bank_auth.h"
 #include "mod_bank_metrics.h"
 #include "mod_bank_sign_out.h"
+#include "mod_bank_push.h"
 
 static const struct {
     const char *name;
@@ -159,7 +160,7 @@ static int bank_post_config(apr_pool_t *pconf, apr_pool_t *plog, apr_pool_t *pte
     bank_idp_post_config(pconf, s);
     bank_metrics_post_config(pconf, s);
     bank_verify_post_config(pconf, s);
-    if (bank_webhook_post_config(pconf, s) != OK) {
+    if (bank_webhook_post_config(pconf, s) != OK || bank_push_post_config(pconf, s) != OK) {
         return HTTP_INTERNAL_SERVER_ERROR;
     }
     if (bank_db_post_config(pconf, plog, ptemp, s) != OK) {
@@ -169,10 +170,18 @@ static int bank_post_config(apr_pool_t *pconf, apr_pool_t *plog, apr_pool_t *pte
     return OK;
 }
 
+static int bank_check_config(apr_pool_t *pconf, apr_pool_t *plog, apr_pool_t *ptemp, server_rec *s)
+{
+    (void)plog;
+    (void)ptemp;
+    return bank_push_check_config(pconf, s);
+}
+
 static int bank_pre_config(apr_pool_t *pconf, apr_pool_t *plog, apr_pool_t *ptemp)
 {
     (void)plog;
     (void)ptemp;
+    bank_push_pre_config();
     return bank_webhook_pre_config(pconf);
 }
 
@@ -214,6 +223,7 @@ static void bank_register_hooks(apr_pool_t *p)
     ap_hook_pre_config(bank_pre_config, NULL, NULL, APR_HOOK_MIDDLE);
     ap_hook_post_config(bank_post_config, NULL, before_dbd, APR_HOOK_MIDDLE);
     ap_hook_child_init(bank_child_home, NULL, NULL, APR_HOOK_REALLY_FIRST);
+    ap_hook_check_config(bank_check_config, NULL, NULL, APR_HOOK_MIDDLE);
     ap_hook_child_init(bank_child_init, NULL, NULL, APR_HOOK_MIDDLE);
     ap_hook_translate_name(bank_translate_name, NULL, NULL, APR_HOOK_LAST);
     ap_hook_map_to_storage(bank_map_to_storage, NULL, NULL, APR_HOOK_FIRST);

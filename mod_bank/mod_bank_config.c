@@ -15,6 +15,8 @@
 #include "bank_validate.h"
 #include "bank_idp.h"
 #include "bank_sign_in.h"
+#include "mod_bank_push.h"
+#include "bank_push.h"
 
 APLOG_USE_MODULE(bank);
 
@@ -592,6 +594,42 @@ static const char *set_idp_proxy(cmd_parms *cmd, void *cfg, const char *arg)
     return NULL;
 }
 
+/* ---- push notifications (server-wide: mod_bank_push.c keeps them) ---- */
+
+static const char *set_push(cmd_parms *cmd, void *cfg, const char *kind, const char *project,
+                            const char *url)
+{
+    (void)cfg;
+    return bank_push_set_fcm(cmd, kind, project, url);
+}
+
+static const char *set_push_credentials(cmd_parms *cmd, void *cfg, const char *path)
+{
+    (void)cfg;
+    return bank_push_set_credentials(cmd, path);
+}
+
+/* BankPushAttempts and BankPushTimeout: a whole number up to the limit cmd->info gives. */
+typedef struct {
+    apr_int64_t max;
+    void (*set)(int);
+} push_number_t;
+static push_number_t push_attempts = {BANK_PUSH_ATTEMPTS_MAX, bank_push_set_attempts};
+static push_number_t push_timeout = {BANK_PUSH_TIMEOUT_MAX, bank_push_set_timeout};
+
+static const char *set_push_number(cmd_parms *cmd, void *cfg, const char *arg)
+{
+    const push_number_t *n = cmd->info;
+    const char *err = ap_check_cmd_context(cmd, GLOBAL_ONLY);
+    apr_int64_t v = 0;
+
+    (void)cfg;
+    if (!err && !(err = parse_int(cmd, arg, 1, n->max, &v))) {
+        n->set((int)v);
+    }
+    return err;
+}
+
 #define BANK_CTX (RSRC_CONF | ACCESS_CONF)
 const command_rec bank_cmds[] = {
     AP_INIT_ITERATE("BankClientKey", set_client_key, NULL, BANK_CTX,
@@ -646,4 +684,13 @@ const command_rec bank_cmds[] = {
     AP_INIT_TAKE1("BankPasswordDummyRefresh", set_dummy_refresh, NULL, RSRC_CONF,
                   "Seconds between two samples of the stored password hashes, which the hash "
                   "an unknown e-mail is verified against follows (default 300)"),
+    AP_INIT_TAKE23("BankPush", set_push, NULL, RSRC_CONF,
+                   "fcm PROJECT-ID [BASE-URL]: push payment results to customers' devices "
+                   "through Firebase Cloud Messaging (default off)"),
+    AP_INIT_TAKE1("BankPushCredentials", set_push_credentials, NULL, RSRC_CONF,
+                  "The Google service account's JSON key file, readable by its owner only"),
+    AP_INIT_TAKE1("BankPushAttempts", set_push_number, &push_attempts, RSRC_CONF,
+                  "Calls per push message before it is marked failed (default 8, at most 100)"),
+    AP_INIT_TAKE1("BankPushTimeout", set_push_number, &push_timeout, RSRC_CONF,
+                  "Seconds an FCM or token call may take (default 10, at most 300)"),
     {NULL}};

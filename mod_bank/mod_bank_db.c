@@ -266,7 +266,7 @@ static const bank_db_source_ops request_ops = {request_acquire, NULL, dbd_replac
 
 /* A connection for part of a request (ap_dbd_open; ap_dbd_close when its lease pool goes). */
 typedef struct {
-    request_rec *r;
+    server_rec *s;
     apr_pool_t *lease;
     ap_dbd_t *dbd;
 } lease_t;
@@ -275,7 +275,7 @@ static apr_status_t lease_end(void *data)
 {
     lease_t *l = data;
 
-    dbd_close(l->r->server, l->dbd);
+    dbd_close(l->s, l->dbd);
     return APR_SUCCESS;
 }
 
@@ -285,7 +285,7 @@ static bank_db_conn_t *lease_acquire(bank_db_source_t *src, apr_pool_t *p, const
     bank_db_conn_t *conn;
     (void)p;
 
-    if (!dbd_open || !dbd_close || !(l->dbd = dbd_open(l->lease, l->r->server))) {
+    if (!dbd_open || !dbd_close || !(l->dbd = dbd_open(l->lease, l->s))) {
         *err = "no database connection (see mod_dbd's messages above)";
         return NULL;
     }
@@ -324,7 +324,7 @@ bank_db_t *bank_db_take(request_rec *r, apr_pool_t **lease)
 
     apr_pool_create(lease, r->pool);
     l = apr_pcalloc(*lease, sizeof(*l));
-    l->r = r;
+    l->s = r->server;
     l->lease = *lease;
     if (!(db = acquire(r, &lease_ops, l))) {
         apr_pool_destroy(*lease);
@@ -332,6 +332,31 @@ bank_db_t *bank_db_take(request_rec *r, apr_pool_t **lease)
     }
     return db;
 }
+bank_db_t *bank_db_background(server_rec *s, apr_pool_t *parent, apr_pool_t **lease)
+{
+    bank_db_source_t *src = apr_pcalloc(parent, sizeof(*src));
+    mod_bank_where_t *w = apr_pcalloc(parent, sizeof(*w));
+    const char *err = NULL;
+    lease_t *l;
+    bank_db_t *db;
+
+    apr_pool_create(lease, parent);
+    l = apr_pcalloc(*lease, sizeof(*l));
+    l->s = s;
+    l->lease = *lease;
+    src->ops = &lease_ops;
+    src->data = l;
+    src->writer_lock = sqlite_writer;
+    w->s = s;
+    /* in parent, as acquire does in the request's pool: what was read outlives the lease */
+    if (!(db = bank_db_acquire(src, parent, w, &err))) {
+        ap_log_error(APLOG_MARK, APLOG_ERR, 0, s, BANKLOGNO(1816) "%s", err);
+        apr_pool_destroy(*lease);
+        *lease = NULL;
+    }
+    return db;
+}
+
 void bank_db_give_back(apr_pool_t **lease)
 {
     if (*lease) {

@@ -9,6 +9,7 @@
 #include "mod_bank_db.h"
 #include "mod_bank_http.h"
 #include "mod_bank_idp.h"
+#include "mod_bank_push.h"
 #include "bank_json.h"
 #include "bank_store.h"
 #include "bank_version.h"
@@ -17,13 +18,6 @@ APLOG_USE_MODULE(bank);
 
 /* Seconds a load balancer should wait before asking again while the database is gone. */
 #define HEALTH_RETRY_AFTER 5
-
-static bank_health_push_fn push_status = NULL;
-
-void bank_health_set_push(bank_health_push_fn fn)
-{
-    push_status = fn;
-}
 
 void bank_health_post_config(server_rec *s)
 {
@@ -63,8 +57,7 @@ int bank_health_handler(request_rec *r)
     json_object_object_add(body, "version", json_object_new_string(BANK_VERSION));
     json_object_object_add(body, "database", json_object_new_string(up ? "ok" : "unavailable"));
     json_object_object_add(body, "identityProvider", json_object_new_string(bank_idp_health()));
-    json_object_object_add(body, "push",
-                           json_object_new_string(push_status ? push_status(r) : "none"));
+    json_object_object_add(body, "push", json_object_new_string(bank_push_status()));
     apr_table_setn(r->headers_out, "Cache-Control", "no-store");
     if (!up) {
         apr_table_setn(r->headers_out, "Retry-After", apr_itoa(r->pool, HEALTH_RETRY_AFTER));

@@ -51,11 +51,6 @@ void bank_metrics_outcome(request_rec *r, bank_metric_t c)
     apr_table_setn(r->notes, NOTE_OUTCOME, apr_itoa(r->pool, (int)c));
 }
 
-bank_metrics_t *bank_metrics_block(void)
-{
-    return metrics;
-}
-
 static int is_code(const char *code, const char *want)
 {
     return code && !strcmp(code, want);

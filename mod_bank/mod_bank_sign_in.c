@@ -179,7 +179,7 @@ int bank_sign_in_handler(request_rec *r)
     in.addr_window = bank_conf_addr_window(conf);
     in.lifetime = bank_conf_token_lifetime(conf);
     in.now = apr_time_now();
-    in.metrics = bank_metrics_block();
+    in.metrics = bank_metrics_shared();
     drc = bank_sign_in(db, &in, &out);
     db = out.db;
     if (drc != BANK_DB_OK) {

@@ -20,6 +20,7 @@
 #include "bank_json.h"
 #include "bank_notice.h"
 #include "bank_group_commit.h"
+#include "mod_bank_push.h"
 #include "bank_store.h"
 #include "bank_digest.h"
 #include "bank_time.h"
@@ -222,6 +223,9 @@ static int store(request_rec *r, const bank_notice_t *n, const char *partner, co
         return bank_error_db_retry(r, q->retry);
     }
     *duplicate = !q->put.added;
+    if (q->put.added && q->put.matched) {
+        bank_push_wake(); /* its outbox rows are committed with it */
+    }
     /* Partner-sent text is escaped: it must not forge log lines. */
     ap_log_rerror(APLOG_MARK, APLOG_INFO, 0, r,
                   BANKLOGNO(0705) "payment notice %s: partner %s, reference %s, status code %s, %s",

@@ -41,6 +41,15 @@ apr_table_t *ctl_parse_opts(ctl_t *c, int argc, const char *const *argv,
             printf("usage: bankctl [--db DB] %s\n", command->usage);
             exit(0);
         }
+        /* A command's one positional argument (has_value 2), given once. */
+        if (a[0] != '-') {
+            for (o = spec; o->name && o->has_value != 2; o++) {
+            }
+            if (o->name && !apr_table_get(t, o->name)) {
+                apr_table_setn(t, o->name, a);
+                continue;
+            }
+        }
         /* Values are never echoed: a stray argument may be a password or a BVN. A
          * one-letter option is written -x (bankctl check -f FILE, as apache2 -f). */
         if (a[0] == '-' && a[1] && a[1] != '-' && a[2] == '\0') {

@@ -45,6 +45,8 @@ static const opt_t o_token_issue[] = {{"email", 1}, {"ttl", 1}, {"abilities", 1}
 static const opt_t o_email[] = {{"email", 1}, {NULL, 0}};
 static const opt_t o_notices[] = {{"limit", 1}, {"json", 0}, {NULL, 0}};
 static const opt_t o_check[] = {{"f", 1}, {NULL, 0}};
+static const opt_t o_push_list[] = {{"pending", 0}, {"failed", 0}, {"limit", 1}, {NULL, 0}};
+static const opt_t o_push_retry[] = {{"id", 2}, {NULL, 0}};
 
 static const ctl_command_t commands[] = {
     {"migrate", NULL, "migrate", o_migrate,
@@ -92,6 +94,14 @@ static const ctl_command_t commands[] = {
      "      files, provider credentials and TLS, DBDMin/DBDKeep/DBDMax and max_connections;\n"
      "      one line per check, exit 1 on any failure (run it as root)\n",
      cmd_check},
+    {"push", "list", "push list", o_push_list,
+     "push list [--pending | --failed] [--limit N]\n"
+     "      list push messages (the outbox), newest first (default 50); never a device token\n",
+     cmd_push_list},
+    {"push", "retry", "push retry", o_push_retry,
+     "push retry ID\n"
+     "      send failed push message ID again (its attempts counted afresh)\n",
+     cmd_push_retry},
     {NULL, NULL, NULL, NULL, NULL, NULL}};
 
 /* The core's log (bank_log.h) on stderr: warnings and worse, with their tag. */

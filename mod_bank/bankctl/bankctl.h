@@ -20,7 +20,7 @@
 
 typedef struct {
     const char *name; /* without the leading -- */
-    int has_value;
+    int has_value;    /* 0 a flag, 1 --name VALUE, 2 a positional argument (at most one) */
 } opt_t;
 
 typedef struct {
@@ -71,5 +71,7 @@ int cmd_check(ctl_t *c, apr_table_t *o); /* check.c: reads an httpd configuratio
 /* migrate.c: the SQL directory (--sql-dir in o, which may be NULL; $BANK_SQL_DIR;
  * $BANK_CHECKOUT/sql; the built-in one) and where it came from, for messages. */
 const char *ctl_sql_dir(apr_pool_t *p, apr_table_t *o, const char **from);
+int cmd_push_list(ctl_t *c, apr_table_t *o); /* push.c */
+int cmd_push_retry(ctl_t *c, apr_table_t *o);
 
 #endif

@@ -4,33 +4,11 @@ use strict;
 use warnings FATAL => 'all';
 use Apache::Test qw(-withtestmore);
 use File::Temp qw(tempdir);
+use Bank::ConfigCheck qw(config_check);
 
-use Bank::Test qw(httpd_binary modules_dir);
-
-my $httpd   = httpd_binary();
-my $modules = modules_dir();
 my $dir   = tempdir(CLEANUP => 1, DIR => $ENV{BANK_TEST_ROOT} || '/tmp');
 
-sub check_config {
-    my ($body) = @_;
-    my $conf = "$dir/httpd.conf";
-    open my $fh, '>', $conf or die $!;
-    print $fh <<"CONF";
-ServerRoot $dir
-ServerName localhost
-Listen 127.0.0.1:1
-PidFile $dir/httpd.pid
-ErrorLog $dir/error_log
-LoadModule mpm_event_module $modules/mod_mpm_event.so
-LoadModule authz_core_module $modules/mod_authz_core.so
-LoadModule dbd_module $modules/mod_dbd.so
-LoadModule bank_module $ENV{BANK_MODULE}
-$body
-CONF
-    close $fh;
-    my $out = `$httpd -t -f $conf 2>&1`;
-    return ($? >> 8, $out);
-}
+sub check_config { return config_check($dir, @_) }
 
 # BankBvnProviderCredentials FILE: owner only.
 sub creds_file {

@@ -149,6 +149,33 @@ static __attribute__((unused)) const char *fixture_verifiable(bank_db_t *db, con
     return fixture_bvn(db, first, last, dob);
 }
 
+/* A fund_transfer notice to store (bank_store_notice_put): fields set, reference ref, walletId
+ * wallet, received at now, partner "unit". */
+static __attribute__((unused)) bank_notice_put_t *
+fixture_notice(bank_db_t *db, const char *ref, const char *wallet, const char *now)
+{
+    apr_pool_t *p = bank_db_pool(db);
+    bank_notice_t *n = apr_pcalloc(p, sizeof(*n));
+    bank_notice_put_t *put = apr_pcalloc(p, sizeof(*put));
+
+    n->service = "payments";
+    n->type = "fund_transfer";
+    n->status = "received";
+    n->amount = "5000";
+    n->currency = "NGN";
+    n->receiver_account_name = "ADA OBI";
+    n->status_code = "T100";
+    n->status_message = "Transfer successful";
+    n->transaction_reference = ref;
+    n->wallet_id = wallet;
+    put->n = n;
+    put->id = bank_uuid4(p);
+    put->partner = "unit";
+    put->raw = "{}";
+    put->now = now;
+    return put;
+}
+
 /* Payment notices whose transaction_reference is LIKE pattern, or -1 if it cannot be read. */
 static __attribute__((unused)) long fixture_notices(bank_db_t *db, const char *pattern)
 {

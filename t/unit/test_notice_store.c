@@ -12,23 +12,7 @@ static int seq;
 
 static bank_notice_put_t *put_of(bank_db_t *db, const char *ref)
 {
-    apr_pool_t *p = bank_db_pool(db);
-    bank_notice_t *n = apr_pcalloc(p, sizeof(*n));
-    bank_notice_put_t *put = apr_pcalloc(p, sizeof(*put));
-
-    n->service = "payments";
-    n->type = "fund_transfer";
-    n->status = "received";
-    n->amount = "5000";
-    n->status_code = "T100";
-    n->transaction_reference = ref;
-    n->wallet_id = "no-such-wallet";
-    put->n = n;
-    put->id = bank_uuid4(p);
-    put->partner = "unit";
-    put->raw = "{}";
-    put->now = "2026-11-23T10:00:00.000Z";
-    return put;
+    return fixture_notice(db, ref, "no-such-wallet", "2026-11-23T10:00:00.000Z");
 }
 
 static long stored(bank_db_t *db, const char *prefix)

@@ -1,0 +1,490 @@
+/* Push notifications, httpd side (docs/push.md): the server-wide BankPush* settings, and the
+ * sender. The sender is a callback of a mod_watchdog instance of its own in every child
+ * process, as mod_md and mod_proxy_hcheck run their background work: httpd starts and stops
+ * the thread with the process. Each tick (AP_WD_TM_SLICE) it returns at once unless the
+ * webhook committed outbox rows in this process (bank_push_wake) or PUSH_POLL has passed;
+ * then it claims due rows under a lease, sends them to FCM at once (one libcurl multi
+ * handle), settles each and goes on while rows are due. A database connection is held only
+ * to claim and to settle, never during a call to FCM. Many processes and servers on one
+ * database claim apart (bank_store_push_claim); a process that dies mid-send leaves its rows
+ * to the next claim after the lease (at least once). */
+#include <httpd.h>
+#include <http_config.h>
+
+#include <string.h>
+#include <apr_atomic.h>
+#include <apr_shm.h>
+#include <apr_strings.h>
+#include <apr_optional.h>
+#include <http_log.h>
+#include <mod_watchdog.h>
+#include "mod_bank.h"
+#include "mod_bank_push.h"
+#include "mod_bank_db.h"
+#include "bank_metrics.h"
+#include "bank_idp.h"
+#include "bank_push.h"
+#include "bank_rand.h"
+#include "bank_store.h"
+#include "bank_time.h"
+
+APLOG_USE_MODULE(bank);
+
+#define PUSH_WATCHDOG "bank-push"
+/* How often a sender looks for due rows without being woken: retries coming due, rows of
+ * other processes or servers whose lease ended. */
+#define PUSH_POLL apr_time_from_sec(1)
+/* How long one tick may go on sending before it gives the thread back to mod_watchdog (which
+ * checks, between ticks, whether the process is stopping). */
+#define PUSH_TICK_BUDGET apr_time_from_sec(2)
+/* Rows pending longer than this with some always pending: /health says "backlog". */
+#define PUSH_BACKLOG_AGE 60
+
+static struct {
+    int on;
+    const char *project;
+    const char *base_url;
+    const char *credentials; /* the file, for the start-up line */
+    bank_push_account_t account;
+    int have_account;
+    int attempts;
+    int timeout;
+} conf;
+
+/* Shared by the processes (made before the fork): the breaker, and when a sender last
+ * counted no pending row (seconds). */
+typedef struct {
+    volatile apr_uint32_t last_empty;
+} push_shared_t;
+static push_shared_t *shared = NULL;
+static bank_idp_breaker_t *breaker = NULL;
+
+/* This process's sender. */
+static volatile apr_uint32_t woken = 0;
+static apr_time_t next_poll = 0;
+static apr_time_t next_count = 0;
+static bank_push_client_t *client = NULL;
+static apr_pool_t *sender_pool = NULL;
+
+void bank_push_pre_config(void)
+{
+    memset(&conf, 0, sizeof(conf));
+    conf.attempts = BANK_PUSH_ATTEMPTS_DEFAULT;
+    conf.timeout = BANK_PUSH_TIMEOUT_DEFAULT;
+}
+
+const char *bank_push_set_fcm(cmd_parms *cmd, const char *kind, const char *project,
+                              const char *url)
+{
+    const char *err = ap_check_cmd_context(cmd, GLOBAL_ONLY), *why;
+
+    if (err) {
+        return err;
+    }
+    if (strcasecmp(kind, "fcm") != 0) {
+        return apr_psprintf(cmd->pool, "%s: expected fcm, got '%s'", cmd->cmd->name, kind);
+    }
+    /* Firebase project ids: 6 to 30 lower-case letters, digits and hyphens. */
+    if (strlen(project) < 1 || strlen(project) > 64 ||
+        strspn(project, "abcdefghijklmnopqrstuvwxyz0123456789-") != strlen(project)) {
+        return apr_psprintf(cmd->pool,
+                            "%s: the project id holds lower-case letters, digits and hyphens "
+                            "only (1 to 64), got '%s'",
+                            cmd->cmd->name, project);
+    }
+    conf.base_url = BANK_PUSH_BASE_DEFAULT;
+    if (url && (why = bank_push_url_check(cmd->pool, url, &conf.base_url)) != NULL) {
+        return apr_psprintf(cmd->pool, "%s: %s, got '%s'", cmd->cmd->name, why, url);
+    }
+    conf.on = 1;
+    conf.project = apr_pstrdup(cmd->pool, project);
+    return NULL;
+}
+
+/* Read now, as the user httpd starts as; the key is never repeated in a message. */
+const char *bank_push_set_credentials(cmd_parms *cmd, const char *path)
+{
+    const char *err = ap_check_cmd_context(cmd, GLOBAL_ONLY), *full, *why;
+
+    if (err) {
+        return err;
+    }
+    full = ap_server_root_relative(cmd->pool, path);
+    if (!full || (why = bank_push_account_file(cmd->pool, full, &conf.account)) != NULL) {
+        return apr_psprintf(cmd->pool, "%s: the file %s: %s", cmd->cmd->name, path,
+                            full ? why : "bad path");
+    }
+    conf.credentials = full;
+    conf.have_account = 1;
+    return NULL;
+}
+
+void bank_push_set_attempts(int n)
+{
+    conf.attempts = n;
+}
+
+void bank_push_set_timeout(int seconds)
+{
+    conf.timeout = seconds;
+}
+
+int bank_push_check_config(apr_pool_t *pconf, server_rec *s)
+{
+    (void)pconf;
+    if (conf.on && !conf.have_account) {
+        ap_log_error(APLOG_MARK, APLOG_STARTUP | APLOG_EMERG, 0, s,
+                     BANKLOGNO(1801) "BankPush fcm %s needs BankPushCredentials (the Google "
+                                     "service account's key file)",
+                     conf.project);
+        return !OK;
+    }
+    return OK;
+}
+
+void bank_push_wake(void)
+{
+    apr_atomic_set32(&woken, 1);
+}
+
+const char *bank_push_status(void)
+{
+    apr_uint64_t backlog;
+    apr_uint32_t empty;
+
+    if (!conf.on) {
+        return "none";
+    }
+    backlog = bank_metrics_shared() ? apr_atomic_read64(&bank_metrics_shared()->push_backlog) : 0;
+    empty = shared ? apr_atomic_read32(&shared->last_empty) : 0;
+    return backlog > 0 && apr_time_sec(apr_time_now()) - (apr_int64_t)empty > PUSH_BACKLOG_AGE
+               ? "backlog"
+               : "ok";
+}
+
+/* ---- the sender ---- */
+
+static void push_count(bank_metric_t c)
+{
+    bank_metrics_t *m = bank_metrics_shared();
+    if (m) {
+        bank_metrics_count(m, c);
+    }
+}
+
+/* A lease: random, so that two senders never hold the same one. NULL: no randomness. */
+static const char *new_lease(apr_pool_t *p)
+{
+    return bank_random_string(p, 24, "0123456789abcdef");
+}
+
+/* The lease's length: long enough for a round (the bearer's fetch and the calls, each within
+ * BankPushTimeout) and the settling, short enough that a dead sender's rows go out soon. */
+static apr_interval_time_t lease_length(void)
+{
+    return apr_time_from_sec(2 * conf.timeout + 5);
+}
+
+/* Claims up to BANK_PUSH_BATCH due rows: their messages in *msgs, 0 when none. */
+static int claim(server_rec *s, apr_pool_t *p, const char *lease, bank_push_msg_t **msgs)
+{
+    apr_pool_t *conn = NULL;
+    bank_db_t *db = bank_db_background(s, p, &conn);
+    apr_time_t now = apr_time_now();
+    apr_array_header_t *rows = NULL;
+    bank_db_rc rc;
+
+    if (!db) {
+        ap_log_error(APLOG_MARK, APLOG_ERR, 0, s,
+                     BANKLOGNO(1802) "push: no database connection (see mod_dbd's messages)");
+        return 0;
+    }
+    rc = bank_store_push_claim(db, lease, bank_time_iso(p, now + lease_length()),
+                               bank_time_iso(p, now), BANK_PUSH_BATCH, &rows);
+    if (rc != BANK_DB_OK) {
+        ap_log_error(APLOG_MARK, APLOG_ERR, 0, s, BANKLOGNO(1803) "push: claiming rows: %s",
+                     bank_db_error(db));
+        push_count(BANK_M_DB_ERRORS);
+        bank_db_give_back(&conn);
+        return 0;
+    }
+    *msgs = (bank_push_msg_t *)rows->elts;
+    bank_db_give_back(&conn);
+    return rows->nelts;
+}
+
+/* What becomes of one message after its call, in the outbox and the metrics. */
+static bank_db_rc settle_one(server_rec *s, bank_db_t *db, apr_pool_t *p, const char *lease,
+                             const bank_push_msg_t *m, const bank_push_result_t *r)
+{
+    apr_time_t now = apr_time_now();
+    const char *at = bank_time_iso(p, now), *state = "failed", *next = at;
+    bank_metric_t outcome = BANK_M_PUSH_FAILED;
+    double rnd = 0;
+    apr_uint32_t u = 0;
+    bank_db_rc rc = BANK_DB_OK;
+    int settled = 0;
+
+    if (r->status && bank_metrics_shared()) {
+        bank_metrics_push_call(bank_metrics_shared(), r->took);
+    }
+    if (r->verdict == BANK_PUSH_SENT) {
+        push_count(BANK_M_PUSH_SENT);
+        return BANK_DB_OK; /* settled with the round's others (settle_all) */
+    } else if (r->verdict == BANK_PUSH_UNREGISTERED) {
+        state = "unregistered";
+        outcome = BANK_M_PUSH_UNREGISTERED;
+        rc = bank_store_push_device_drop(db, m->device_token);
+    } else if (r->verdict == BANK_PUSH_RETRY && m->attempts < conf.attempts) {
+        state = "pending";
+        outcome = BANK_M_PUSH_RETRIED;
+        if (bank_random_bytes((unsigned char *)&u, sizeof(u)) == 0) {
+            rnd = (double)u / 4294967296.0;
+        }
+        next = bank_time_iso(p, now + bank_push_backoff((int)m->attempts, r->retry_after, rnd));
+    }
+    if (rc == BANK_DB_OK) {
+        rc = bank_store_push_settle(db, m->id, lease, state, next,
+                                    strcmp(state, "pending") ? at : NULL, r->why, &settled);
+    }
+    if (rc != BANK_DB_OK) {
+        return rc;
+    }
+    push_count(outcome);
+    if (outcome != BANK_M_PUSH_SENT) {
+        ap_log_error(APLOG_MARK, outcome == BANK_M_PUSH_FAILED ? APLOG_WARNING : APLOG_INFO, 0, s,
+                     BANKLOGNO(1804) "push message %" APR_INT64_T_FMT " (attempt %" APR_INT64_T_FMT
+                                     "): %s; %s%s",
+                     m->id, m->attempts, r->why ? r->why : "failed",
+                     outcome == BANK_M_PUSH_RETRIED        ? "tried again at "
+                     : outcome == BANK_M_PUSH_UNREGISTERED ? "the device is removed"
+                                                           : "given up (bankctl push retry)",
+                     outcome == BANK_M_PUSH_RETRIED ? next : "");
+    }
+    if (!settled) {
+        ap_log_error(APLOG_MARK, APLOG_WARNING, 0, s,
+                     BANKLOGNO(1805) "push message %" APR_INT64_T_FMT ": its lease ended before "
+                                     "the outcome was written (BankPushTimeout too short for "
+                                     "the database?); another sender may send it again",
+                     m->id);
+    }
+    return BANK_DB_OK;
+}
+
+typedef struct {
+    server_rec *s;
+    apr_pool_t *p;
+    const char *lease;
+    const bank_push_msg_t *msgs;
+    const bank_push_result_t *out;
+    int n;
+} settle_batch;
+
+static bank_db_rc settle_all(bank_db_t *db, void *baton)
+{
+    settle_batch *b = baton;
+    bank_db_rc rc = BANK_DB_OK;
+    int i, sent = 0, marked = 0;
+
+    for (i = 0; rc == BANK_DB_OK && i < b->n; i++) {
+        rc = settle_one(b->s, db, b->p, b->lease, &b->msgs[i], &b->out[i]);
+        sent += b->out[i].verdict == BANK_PUSH_SENT;
+    }
+    if (rc == BANK_DB_OK && sent) {
+        rc = bank_store_push_sent(db, b->lease, bank_time_iso(b->p, apr_time_now()), &marked);
+    }
+    if (rc == BANK_DB_OK && marked < sent) {
+        ap_log_error(APLOG_MARK, APLOG_WARNING, 0, b->s,
+                     BANKLOGNO(1815) "push: %d of %d message(s) sent after their lease ended "
+                                     "(BankPushTimeout too short for the database?); another "
+                                     "sender may send them again",
+                     sent - marked, sent);
+    }
+    return rc;
+}
+
+/* The outcomes, in one transaction (one commit for the round). A failure leaves the rows
+ * claimed: they go out again after the lease. */
+static void settle(server_rec *s, apr_pool_t *p, settle_batch *b)
+{
+    apr_pool_t *conn = NULL;
+    bank_db_t *db = bank_db_background(s, p, &conn);
+    bank_db_rc rc;
+
+    if (!db) {
+        ap_log_error(APLOG_MARK, APLOG_ERR, 0, s,
+                     BANKLOGNO(1806) "push: no database connection to record %d outcome(s); "
+                                     "sent again after the lease",
+                     b->n);
+        return;
+    }
+    if ((rc = bank_db_transaction(db, settle_all, b)) != BANK_DB_OK) {
+        ap_log_error(APLOG_MARK, APLOG_ERR, 0, s,
+                     BANKLOGNO(1807) "push: recording %d outcome(s): %s; sent again after the "
+                                     "lease",
+                     b->n, bank_db_error(db));
+        push_count(BANK_M_DB_ERRORS);
+    }
+    bank_db_give_back(&conn);
+}
+
+/* The pending rows, for the gauge and /health. */
+static void count_backlog(server_rec *s, apr_pool_t *p)
+{
+    apr_pool_t *conn = NULL;
+    bank_db_t *db = bank_db_background(s, p, &conn);
+    apr_int64_t n = 0;
+
+    if (db && bank_store_push_backlog(db, &n) == BANK_DB_OK) {
+        if (bank_metrics_shared()) {
+            bank_metrics_push_backlog(bank_metrics_shared(), (apr_uint64_t)n);
+        }
+        if (n == 0 && shared) {
+            apr_atomic_set32(&shared->last_empty, (apr_uint32_t)apr_time_sec(apr_time_now()));
+        }
+    }
+    bank_db_give_back(&conn);
+}
+
+/* One round: claim, send, settle. The number of rows claimed (0: nothing was due, or the
+ * breaker is open). */
+static int round_once(server_rec *s, apr_pool_t *p)
+{
+    bank_push_msg_t *msgs = NULL;
+    bank_push_result_t *out;
+    const char *lease = new_lease(p), *why;
+    settle_batch b;
+    int n, i, answered = 0, wait;
+
+    if ((wait = bank_idp_breaker_allow(breaker, conf.base_url, apr_time_now())) > 0) {
+        return 0; /* rows wait in the outbox; no thread waits on FCM */
+    }
+    if (!lease || (n = claim(s, p, lease, &msgs)) == 0) {
+        return 0;
+    }
+    out = apr_pcalloc(p, sizeof(*out) * (apr_size_t)n);
+    if ((why = bank_push_send(client, p, msgs, n, out)) != NULL) {
+        ap_log_error(APLOG_MARK, APLOG_ERR, 0, s,
+                     BANKLOGNO(1808) "push: no bearer from the service account's token_uri: %s",
+                     why);
+    }
+    for (i = 0; i < n; i++) {
+        answered += out[i].verdict != BANK_PUSH_RETRY || (out[i].status && out[i].status < 500);
+    }
+    /* A round where FCM answered nothing usable counts one failure towards opening it. */
+    if (bank_idp_breaker_record(breaker, conf.base_url, answered > 0 && !why, apr_time_now())) {
+        ap_log_error(APLOG_MARK, APLOG_ERR, 0, s,
+                     BANKLOGNO(1809) "push: FCM at %s failed %d rounds in a row: circuit breaker "
+                                     "open, no calls for %d seconds",
+                     conf.base_url, BANK_IDP_BREAKER_FAILURES, BANK_IDP_BREAKER_OPEN);
+    }
+    b.s = s;
+    b.p = p;
+    b.lease = lease;
+    b.msgs = msgs;
+    b.out = out;
+    b.n = n;
+    settle(s, p, &b);
+    return n;
+}
+
+static apr_status_t sender_tick(int state, void *data, apr_pool_t *pool)
+{
+    server_rec *s = data;
+    apr_time_t start = apr_time_now();
+    apr_pool_t *p;
+    int n;
+
+    if (state == AP_WATCHDOG_STATE_STARTING) {
+        bank_push_conf_t c = {conf.project, conf.base_url, conf.timeout, &conf.account};
+        /* mod_watchdog clears `pool` after each call: the sender's own root pool lives as
+         * long as the thread (its allocator, its connections to FCM, the bearer). */
+        (void)pool;
+        apr_pool_create(&sender_pool, NULL);
+        client = bank_push_client_create(sender_pool, &c);
+        if (!client) {
+            ap_log_error(APLOG_MARK, APLOG_CRIT, 0, s,
+                         BANKLOGNO(1810) "push: libcurl could not make its handles: no push "
+                                         "messages from this process");
+        }
+        return APR_SUCCESS;
+    }
+    if (state == AP_WATCHDOG_STATE_STOPPING) {
+        if (sender_pool) {
+            apr_pool_destroy(sender_pool);
+            sender_pool = NULL;
+            client = NULL;
+        }
+        return APR_SUCCESS;
+    }
+    if (!client || (!apr_atomic_xchg32(&woken, 0) && start < next_poll)) {
+        return APR_SUCCESS;
+    }
+    next_poll = start + PUSH_POLL;
+    apr_pool_create(&p, sender_pool);
+    do {
+        apr_pool_clear(p);
+        n = round_once(s, p);
+    } while (n == BANK_PUSH_BATCH && apr_time_now() - start < PUSH_TICK_BUDGET);
+    if (n == BANK_PUSH_BATCH) {
+        bank_push_wake(); /* more is due: the next tick goes on */
+    }
+    apr_pool_clear(p);
+    if (apr_time_now() >= next_count) {
+        next_count = apr_time_now() + PUSH_POLL; /* a statement: once a second is enough */
+        count_backlog(s, p);
+    }
+    apr_pool_destroy(p);
+    return APR_SUCCESS;
+}
+
+int bank_push_post_config(apr_pool_t *pconf, server_rec *s)
+{
+    APR_OPTIONAL_FN_TYPE(ap_watchdog_get_instance) * get_instance;
+    APR_OPTIONAL_FN_TYPE(ap_watchdog_register_callback) * register_callback;
+    ap_watchdog_t *wd = NULL;
+    apr_shm_t *shm = NULL;
+    apr_status_t rv;
+
+    if (!conf.on) {
+        ap_log_error(APLOG_MARK, APLOG_INFO, 0, s,
+                     BANKLOGNO(1811) "push notifications are off (no BankPush)");
+        return OK;
+    }
+    get_instance = APR_RETRIEVE_OPTIONAL_FN(ap_watchdog_get_instance);
+    register_callback = APR_RETRIEVE_OPTIONAL_FN(ap_watchdog_register_callback);
+    if (!get_instance || !register_callback) {
+        ap_log_error(APLOG_MARK, APLOG_EMERG, 0, s,
+                     BANKLOGNO(1812) "BankPush needs mod_watchdog (LoadModule watchdog_module, "
+                                     "unless it is compiled in)");
+        return !OK;
+    }
+    /* One breaker and one "last empty" for all the processes: anonymous shared memory made
+     * before the fork, gone with pconf. */
+    if (apr_shm_create(&shm, sizeof(push_shared_t) + bank_idp_breaker_size(), NULL, pconf) ==
+        APR_SUCCESS) {
+        shared = apr_shm_baseaddr_get(shm);
+        memset(shared, 0, sizeof(*shared));
+        /* rows pending since start-up count from start-up */
+        shared->last_empty = (apr_uint32_t)apr_time_sec(apr_time_now());
+        breaker = bank_idp_breaker_at((char *)shared + sizeof(push_shared_t));
+    } else {
+        shared = NULL;
+        breaker = NULL;
+    }
+    bank_idp_global_init();
+    /* parent 0: a thread in every child process; not a singleton: each process sends what its
+     * webhook wrote at once, and the claims keep the senders apart. */
+    if ((rv = get_instance(&wd, PUSH_WATCHDOG, 0, 0, pconf)) != APR_SUCCESS ||
+        (rv = register_callback(wd, AP_WD_TM_SLICE, s, sender_tick)) != APR_SUCCESS) {
+        ap_log_error(APLOG_MARK, APLOG_EMERG, rv, s,
+                     BANKLOGNO(1813) "push: cannot start the sender's watchdog");
+        return !OK;
+    }
+    ap_log_error(APLOG_MARK, APLOG_NOTICE, 0, s,
+                 BANKLOGNO(1814) "push notifications on: FCM project %s at %s, service account "
+                                 "%s (token_uri %s), %d attempts, %d s per call",
+                 conf.project, conf.base_url, conf.account.client_email, conf.account.token_uri,
+                 conf.attempts, conf.timeout);
+    return OK;
+}

@@ -1,0 +1,232 @@
+/* The push outbox against a real SQLite database, and PostgreSQL under DB=pgsql: a stored
+ * notice that names an account writes one row per device of its customer in the same
+ * statement, a repeat writes nothing; claims under a lease never hand one row to two
+ * senders, a lease that ends hands it on; settling, requeueing and dropping a device. */
+#include <string.h>
+#include "unit.h"
+#include "db_fixture.h"
+#include "bank_notice.h"
+#include "bank_store.h"
+#include "bank_uuid.h"
+
+/* Long ago: only this test's rows are due at OLD_DUE (the shared PostgreSQL database holds
+ * other tests' rows, due now). */
+#define OLD "2000-01-01T00:00:00.000Z"
+#define OLD_DUE "2000-01-01T00:00:01.000Z"
+#define OLD_LATER "2000-01-01T00:10:00.000Z"
+
+static int seq;
+
+static bank_notice_put_t *put_of(bank_db_t *db, const char *ref, const char *wallet)
+{
+    return fixture_notice(db, ref, wallet, OLD);
+}
+
+static long count_of(bank_db_t *db, const char *sql)
+{
+    const char *v = NULL;
+    CHECK(bank_db_query_value(db, sql, &v) == 0);
+    return v ? atol(v) : -1;
+}
+
+static long outbox_rows(bank_db_t *db, const char *ref)
+{
+    return count_of(db, apr_psprintf(bank_db_pool(db),
+                                     "SELECT count(*) FROM push_outbox o JOIN payment_notices n "
+                                     "ON n.id = o.notice_id WHERE n.transaction_reference = '%s'",
+                                     ref));
+}
+
+/* A customer with an account (wallet) and two devices. */
+static const char *customer_with_devices(bank_db_t *db, const char *pre, bank_customer_t *c)
+{
+    apr_pool_t *p = bank_db_pool(db);
+    bank_account_t a;
+
+    fixture_customer(db, "Ada", "Obi", "pw", c);
+    memset(&a, 0, sizeof(a));
+    a.id = bank_uuid4(p);
+    a.customer_id = c->id;
+    a.bank_name = "Unit Bank";
+    a.bank_account_id = apr_pstrcat(p, pre, "wallet", (char *)NULL);
+    a.account_name = "ADA OBI";
+    a.account_number = apr_psprintf(p, "%010d", (getpid() * 100 + seq) % 1000000000);
+    a.created_at = a.updated_at = OLD;
+    CHECK(bank_store_account_insert(db, &a) == BANK_DB_OK);
+    CHECK(bank_store_device_upsert(db, c->id, apr_pstrcat(p, pre, "dev-1", (char *)NULL), OLD) ==
+          BANK_DB_OK);
+    CHECK(bank_store_device_upsert(db, c->id, apr_pstrcat(p, pre, "dev-2", (char *)NULL), OLD) ==
+          BANK_DB_OK);
+    return a.bank_account_id;
+}
+
+/* This test's rows among those claimed. */
+static int ours(apr_array_header_t *rows, const char *pre)
+{
+    int i, n = 0;
+    for (i = 0; i < rows->nelts; i++) {
+        const bank_push_msg_t *d = &APR_ARRAY_IDX(rows, i, bank_push_msg_t);
+        n += d->reference && strncmp(d->reference, pre, strlen(pre)) == 0;
+    }
+    return n;
+}
+
+/* This test's first row among those claimed, or NULL. */
+static const bank_push_msg_t *first_ours(apr_array_header_t *rows, const char *pre)
+{
+    int i;
+    for (i = 0; i < rows->nelts; i++) {
+        const bank_push_msg_t *d = &APR_ARRAY_IDX(rows, i, bank_push_msg_t);
+        if (d->reference && strncmp(d->reference, pre, strlen(pre)) == 0) {
+            return d;
+        }
+    }
+    return NULL;
+}
+
+static void test_outbox(bank_db_t *db)
+{
+    apr_pool_t *p = bank_db_pool(db);
+    const char *pre = apr_psprintf(p, "PUSH-%d-%d-", getpid(), ++seq), *ref, *wallet;
+    bank_notice_put_t *puts[3];
+    bank_customer_t c;
+
+    wallet = customer_with_devices(db, pre, &c);
+    ref = apr_pstrcat(p, pre, "a", (char *)NULL);
+    /* one notice in a batch with one naming no account: rows for the matched one only */
+    puts[0] = put_of(db, ref, wallet);
+    puts[1] = put_of(db, apr_pstrcat(p, pre, "b", (char *)NULL), "no-such-wallet");
+    CHECK(bank_store_notices_put(db, puts, 2) == BANK_DB_OK);
+    CHECK(outbox_rows(db, ref) == 2);
+    CHECK(outbox_rows(db, apr_pstrcat(p, pre, "b", (char *)NULL)) == 0);
+    /* the same notice again (another id, same key): nothing more */
+    puts[0] = put_of(db, ref, wallet);
+    CHECK(bank_store_notice_put(db, puts[0]) == BANK_DB_OK && !puts[0]->added);
+    CHECK(outbox_rows(db, ref) == 2);
+    /* an ignored notice (fields missing) says nothing to push */
+    puts[2] = put_of(db, apr_pstrcat(p, pre, "c", (char *)NULL), wallet);
+    ((bank_notice_t *)puts[2]->n)->status = "ignored";
+    CHECK(bank_store_notice_put(db, puts[2]) == BANK_DB_OK && puts[2]->added);
+    CHECK(outbox_rows(db, apr_pstrcat(p, pre, "c", (char *)NULL)) == 0);
+}
+
+static void test_claims(bank_db_t *db)
+{
+    apr_pool_t *p = bank_db_pool(db);
+    const char *pre = apr_psprintf(p, "CLAIM-%d-%d-", getpid(), ++seq), *wallet;
+    apr_array_header_t *a = NULL, *b = NULL;
+    bank_notice_put_t *put;
+    bank_customer_t c;
+    apr_int64_t before = 0, after = 0;
+    int i, settled = 0, n = 0;
+    const bank_push_msg_t *d;
+
+    wallet = customer_with_devices(db, pre, &c);
+    CHECK(bank_store_push_backlog(db, &before) == BANK_DB_OK);
+    put = put_of(db, apr_pstrcat(p, pre, "a", (char *)NULL), wallet);
+    CHECK(bank_store_notice_put(db, put) == BANK_DB_OK && put->added);
+    CHECK(bank_store_push_backlog(db, &after) == BANK_DB_OK && after == before + 2);
+    /* a first sender takes both; a second, at the same moment, nothing of them */
+    CHECK(bank_store_push_claim(db, "lease-a", OLD_LATER, OLD_DUE, 100, &a) == BANK_DB_OK);
+    CHECK(ours(a, pre) == 2);
+    CHECK(bank_store_push_claim(db, "lease-b", OLD_LATER, OLD_DUE, 100, &b) == BANK_DB_OK);
+    CHECK(ours(b, pre) == 0);
+    d = first_ours(a, pre);
+    CHECK(d && d->attempts == 1 && strcmp(d->amount, "5000") == 0 &&
+          strcmp(d->currency, "NGN") == 0 && strcmp(d->receiver_name, "ADA OBI") == 0 &&
+          strncmp(d->device_token, pre, strlen(pre)) == 0);
+    /* the lease ends (its holder died): the rows go to the next sender, attempts counted */
+    CHECK(bank_store_push_claim(db, "lease-c", "2000-01-01T00:20:00.000Z", OLD_LATER, 100, &b) ==
+          BANK_DB_OK);
+    CHECK(ours(b, pre) == 2);
+    /* the first sender's late outcome no longer counts */
+    CHECK(bank_store_push_settle(db, d->id, "lease-a", "sent", OLD_LATER, OLD_LATER, NULL,
+                                 &settled) == BANK_DB_OK &&
+          settled == 0);
+    for (i = 0; i < b->nelts; i++) {
+        d = &APR_ARRAY_IDX(b, i, bank_push_msg_t);
+        CHECK(d->attempts >= 2);
+        CHECK(bank_store_push_settle(db, d->id, "lease-c", i == 0 ? "sent" : "failed", OLD_LATER,
+                                     OLD_LATER, i == 0 ? NULL : "FCM answered HTTP 503",
+                                     &settled) == BANK_DB_OK &&
+              settled == 1);
+    }
+    CHECK(bank_store_push_backlog(db, &after) == BANK_DB_OK && after == before + 2 - b->nelts);
+    /* a failed row is listed, and requeued once */
+    CHECK(bank_store_push_list(db, "failed", 10000, &a) == BANK_DB_OK);
+    d = &APR_ARRAY_IDX(b, b->nelts - 1, bank_push_msg_t);
+    for (i = 0; i < a->nelts; i++) {
+        const bank_push_row_t *r = &APR_ARRAY_IDX(a, i, bank_push_row_t);
+        if (r->id == d->id) {
+            n++;
+            CHECK(strcmp(r->state, "failed") == 0 && r->last_error &&
+                  strcmp(r->last_error, "FCM answered HTTP 503") == 0 &&
+                  strcmp(r->customer_id, c.id) == 0);
+        }
+    }
+    CHECK(n == 1);
+    CHECK(bank_store_push_requeue(db, d->id, OLD_DUE, &n) == BANK_DB_OK && n == 1);
+    CHECK(bank_store_push_requeue(db, d->id, OLD_DUE, &n) == BANK_DB_OK && n == 0);
+    CHECK(bank_store_push_claim(db, "lease-d", OLD_LATER, OLD_DUE, 100, &a) == BANK_DB_OK);
+    d = first_ours(a, pre);
+    CHECK(ours(a, pre) == 1 && d && d->attempts == 1);
+    if (!d) {
+        return;
+    }
+    /* the device goes: its row is settled unregistered, the other device stays */
+    CHECK(bank_store_push_device_drop(db, d->device_token) == BANK_DB_OK);
+    CHECK(bank_store_push_settle(db, d->id, "lease-d", "unregistered", OLD_LATER, OLD_LATER,
+                                 "FCM answered HTTP 404", &settled) == BANK_DB_OK &&
+          settled == 1);
+    CHECK(count_of(db, apr_psprintf(p, "SELECT count(*) FROM devices WHERE customer_id = '%s'",
+                                    c.id)) == 1);
+}
+
+/* PostgreSQL: a row another transaction is claiming is passed over, not waited for. */
+static void test_skip_locked(bank_db_t *db)
+{
+    apr_pool_t *p = bank_db_pool(db);
+    const char *pre = apr_psprintf(p, "SKIP-%d-%d-", getpid(), ++seq), *wallet;
+    bank_db_t *other = fixture_pgsql(p);
+    apr_array_header_t *a = NULL, *b = NULL;
+    bank_notice_put_t *put;
+    bank_customer_t c;
+    int i, settled;
+
+    CHECK(other != NULL);
+    if (!other) {
+        return;
+    }
+    wallet = customer_with_devices(db, pre, &c);
+    put = put_of(db, apr_pstrcat(p, pre, "a", (char *)NULL), wallet);
+    CHECK(bank_store_notice_put(db, put) == BANK_DB_OK && put->added);
+    CHECK(bank_db_begin(db) == BANK_DB_OK);
+    CHECK(bank_store_push_claim(db, "lease-x", OLD_LATER, OLD_DUE, 1, &a) == BANK_DB_OK);
+    CHECK(a->nelts == 1);
+    /* still uncommitted: the other connection skips that row and takes the next */
+    CHECK(bank_store_push_claim(other, "lease-y", OLD_LATER, OLD_DUE, 100, &b) == BANK_DB_OK);
+    CHECK(ours(b, pre) == 1);
+    CHECK(bank_db_end(db, 1) == BANK_DB_OK);
+    for (i = 0; i < a->nelts; i++) {
+        CHECK(bank_store_push_settle(db, APR_ARRAY_IDX(a, i, bank_push_msg_t).id, "lease-x", "sent",
+                                     OLD_LATER, OLD_LATER, NULL, &settled) == BANK_DB_OK);
+    }
+    for (i = 0; i < b->nelts; i++) {
+        CHECK(bank_store_push_settle(other, APR_ARRAY_IDX(b, i, bank_push_msg_t).id, "lease-y",
+                                     "sent", OLD_LATER, OLD_LATER, NULL, &settled) == BANK_DB_OK);
+    }
+}
+
+static void all(bank_db_t *db)
+{
+    test_outbox(db);
+    test_claims(db);
+    if (bank_db_is_pgsql(db)) {
+        test_skip_locked(db);
+    }
+}
+
+static void run_tests(apr_pool_t *p)
+{
+    fixture_each(p, all);
+}
