@@ -15,6 +15,7 @@
 #include "bank_validate.h"
 #include "bank_idp.h"
 #include "mod_bank_idp.h"
+#include "mod_bank_identity.h"
 
 APLOG_USE_MODULE(bank);
 
@@ -591,4 +592,12 @@ const command_rec bank_cmds[] = {
     AP_INIT_TAKE1("BankPasswordVerifyServerConcurrency", set_verify_server, NULL, RSRC_CONF,
                   "Password verifications at once in all processes together "
                   "(default: the CPU count; off: no such bound)"),
+    AP_INIT_TAKE2("BankIdentityKey", bank_identity_set_key, NULL, RSRC_CONF,
+                  "ID FILE: the key new identity data is encrypted with (owner-only file, "
+                  "64 hex digits)"),
+    AP_INIT_TAKE2("BankIdentityOldKey", bank_identity_set_old_key, NULL, RSRC_CONF,
+                  "ID FILE: an older key identity data may still be encrypted with (several "
+                  "allowed; bankctl rekey moves rows to the current key)"),
+    AP_INIT_TAKE1("BankIdentityHashKey", bank_identity_set_hash_key, NULL, RSRC_CONF,
+                  "FILE: the key of the keyed hash BVNs are found by (owner-only file)"),
     {NULL}};

@@ -15,7 +15,7 @@
 #define XSTR(x) STR(x)
 
 static const char usage_head[] =
-    "usage: bankctl [--db sqlite:PATH | --db postgresql://...] COMMAND [OPTIONS]\n"
+    "usage: bankctl [--db sqlite:PATH | --db postgresql://...] [--keys FILE] COMMAND [OPTIONS]\n"
     "       bankctl [COMMAND [SUBCOMMAND]] --help\n"
     "\n";
 
@@ -28,6 +28,10 @@ static const char usage_tail[] =
     "$BANK_CHECKOUT/run).\n"
     "SQL files (migrate): --sql-dir, else $BANK_SQL_DIR, else $BANK_CHECKOUT/sql, else\n"
     "  " BANK_SQL_DIR " (where make install puts them).\n"
+    "Identity keys (every command but migrate, notices and bvn check): --keys FILE, else\n"
+    "$BANK_IDENTITY_KEYS, else $BANK_RUN_DIR/identity-keys.conf (the dev server's), else\n"
+    "/etc/mod_bank/identity-keys.conf; the file holds BankIdentityKey, BankIdentityOldKey\n"
+    "and BankIdentityHashKey lines as httpd.conf does (docs/operations.md).\n"
     "Exit status: 0 done, 1 failed, 2 bad arguments (bvn check: 3 mismatch).\n";
 
 static const opt_t o_migrate[] = {{"demo", 0}, {"sql-dir", 1}, {NULL, 0}};
@@ -42,6 +46,9 @@ static const opt_t o_bvn_check[] = {{"bvn", 1},         {"dob", 1},     {"first"
 static const opt_t o_token_issue[] = {{"email", 1}, {"ttl", 1}, {"abilities", 1}, {NULL, 0}};
 static const opt_t o_email[] = {{"email", 1}, {NULL, 0}};
 static const opt_t o_notices[] = {{"limit", 1}, {"json", 0}, {NULL, 0}};
+static const opt_t o_rekey[] = {{"batch", 1}, {"batches", 1}, {NULL, 0}};
+static const opt_t o_bvn_show[] = {{"bvn", 1}, {NULL, 0}};
+static const opt_t o_customer_show[] = {{"email", 1}, {"id", 1}, {NULL, 0}};
 
 static const ctl_command_t commands[] = {
     {"migrate", NULL, "migrate", o_migrate,
@@ -53,10 +60,18 @@ static const ctl_command_t commands[] = {
      "               --first F --last L --phone PH [--verified]\n"
      "      add a customer and print its customerId (--password -: read it from stdin)\n",
      cmd_customer_add},
+    {"customer", "show", "customer show", o_customer_show,
+     "customer show (--email E | --id ID)\n"
+     "      print a customer as one JSON object, the BVN decrypted\n",
+     cmd_customer_show},
     {"bvn", "add", "bvn add", o_bvn_add,
      "bvn add --bvn B --dob YYYY-MM-DD --first F --last L [--phone PH]\n"
      "      add or replace an identity-provider BVN record\n",
      cmd_bvn_add},
+    {"bvn", "show", "bvn show", o_bvn_show,
+     "bvn show --bvn B\n"
+     "      print the identity record kept for a BVN as one JSON object, decrypted\n",
+     cmd_bvn_show},
     {"bvn", "check", "bvn check", o_bvn_check,
      "bvn check --bvn B --dob YYYY-MM-DD --first F --last L [--provider dojah|prembly]\n"
      "            [--url BASE-URL] [--app-id ID] [--key SECRET | --credentials FILE]\n"
@@ -82,6 +97,13 @@ static const ctl_command_t commands[] = {
      "notices [--limit N] [--json]\n"
      "      list payment notices, newest first (default 20); --json: one object a line\n",
      cmd_notices},
+    {"rekey", NULL, "rekey", o_rekey,
+     "rekey [--batch N] [--batches N]\n"
+     "      encrypt identity data still in plain text, and move data encrypted with an older\n"
+     "      key to the current one, N rows a transaction (default " XSTR(
+         500) "); --batches:\n"
+              "      stop after that many; safe to interrupt and run again, while httpd serves\n",
+     cmd_rekey},
     {NULL, NULL, NULL, NULL, NULL, NULL}};
 
 void die(int code, const char *fmt, ...)
@@ -153,6 +175,12 @@ static int global_options(ctl_t *c, int argc, const char *const *argv)
             c->db_spec = argv[i] + 5;
         } else if (strcmp(argv[i], "--db") == 0) {
             die(EXIT_USAGE, "--db needs a value");
+        } else if (strcmp(argv[i], "--keys") == 0 && i + 1 < argc && !c->keys_spec) {
+            c->keys_spec = argv[++i];
+        } else if (strncmp(argv[i], "--keys=", 7) == 0 && !c->keys_spec) {
+            c->keys_spec = argv[i] + 7;
+        } else if (strncmp(argv[i], "--keys", 6) == 0) {
+            die(EXIT_USAGE, "--keys needs a value, once");
         } else {
             /* The name only: "--password=..." before the command must not echo a secret. */
             die(EXIT_USAGE, "unknown option %s (see bankctl --help)",

@@ -25,8 +25,9 @@ typedef struct {
 
 typedef struct {
     apr_pool_t *pool;
-    const char *checkout; /* $BANK_CHECKOUT or the checkout of build/bankctl, else NULL */
-    const char *db_spec;  /* --db as given */
+    const char *checkout;  /* $BANK_CHECKOUT or the checkout of build/bankctl, else NULL */
+    const char *db_spec;   /* --db as given */
+    const char *keys_spec; /* --keys as given */
     const char *driver_name;
     const char *params;
     const char *sqlite_path; /* NULL for PostgreSQL */
@@ -54,9 +55,14 @@ const char *ctl_read_password(ctl_t *c, apr_table_t *o, const char *cmd);
 
 /* database.c: which database, opened */
 void ctl_open(ctl_t *c, int creating);
+/* The database with the store's statements prepared; _ready: and the identity keys loaded. */
+void ctl_open_db(ctl_t *c);
 void ctl_open_ready(ctl_t *c);
 void ctl_db_fail(ctl_t *c, const char *what) __attribute__((noreturn));
 const char *ctl_customer_id(ctl_t *c, const char *email, int must);
+
+/* identity.c: the identity keys (--keys), loaded and checked against the open database */
+void ctl_load_keys(ctl_t *c);
 
 /* the commands */
 int cmd_migrate(ctl_t *c, apr_table_t *o);
@@ -66,5 +72,8 @@ int cmd_bvn_check(ctl_t *c, apr_table_t *o); /* bvn_check.c: needs no database *
 int cmd_token_issue(ctl_t *c, apr_table_t *o);
 int cmd_token_revoke(ctl_t *c, apr_table_t *o);
 int cmd_notices(ctl_t *c, apr_table_t *o);
+int cmd_rekey(ctl_t *c, apr_table_t *o);
+int cmd_bvn_show(ctl_t *c, apr_table_t *o);
+int cmd_customer_show(ctl_t *c, apr_table_t *o);
 
 #endif

@@ -105,7 +105,7 @@ void ctl_open(ctl_t *c, int creating)
     }
 }
 
-void ctl_open_ready(ctl_t *c)
+void ctl_open_db(ctl_t *c)
 {
     const char *err;
 
@@ -113,6 +113,12 @@ void ctl_open_ready(ctl_t *c)
     if ((err = bank_db_prepare_all(c->db)) != NULL) {
         die(1, "the database schema is missing or out of date (%s): run 'bankctl migrate'", err);
     }
+}
+
+void ctl_open_ready(ctl_t *c)
+{
+    ctl_open_db(c);
+    ctl_load_keys(c);
 }
 
 void ctl_db_fail(ctl_t *c, const char *what)
