@@ -69,6 +69,12 @@ const char *bank_open_reason(bank_open_rc rc);
 const char *bank_blind_hash(apr_pool_t *p, const bank_keyring_t *kr, const char *domain,
                             const char *value);
 
+/* A keys file: lines "BankIdentityKey ID FILE", "BankIdentityOldKey ID FILE" and
+ * "BankIdentityHashKey FILE" as in httpd.conf (so httpd can Include it), '#' comments; key
+ * files relative to the keys file's directory. NULL and a complete keyring in *out, or why
+ * not (naming the file and line). */
+const char *bank_keyring_read_conf(apr_pool_t *p, const char *file, bank_keyring_t **out);
+
 /* The keyring the store seals and opens with, set once by the host (the module after
  * reading its configuration, bankctl, the C tests). */
 void bank_crypt_use(const bank_keyring_t *kr);

@@ -3,6 +3,7 @@
  * associated data is "mod_bank/1", the column, the row and the key id, each NUL-terminated:
  * a value moved to another column or row, or relabelled with another key id, does not open. */
 #include <string.h>
+#include <strings.h>
 #include <apr_strings.h>
 #include <apr_file_io.h>
 #include <apr_file_info.h>
@@ -371,4 +372,104 @@ const char *bank_open_reason(bank_open_rc rc)
     default:
         return "does not open: another key, or a value of another row or column, or altered";
     }
+}
+
+/* ---- keys files ---- */
+
+#define CONF_MAX 65536
+
+/* The next word of *s (double quotes around it allowed), or NULL at the end of the line. */
+static char *next_word(char **s)
+{
+    char *w, *end;
+
+    while (**s == ' ' || **s == '\t') {
+        (*s)++;
+    }
+    if (!**s) {
+        return NULL;
+    }
+    if (**s == '"' && (end = strchr(*s + 1, '"')) != NULL) {
+        w = *s + 1;
+    } else {
+        w = *s;
+        end = w + strcspn(w, " \t");
+    }
+    *s = *end ? end + 1 : end;
+    *end = '\0';
+    return w;
+}
+
+/* One line of a keys file into kr: NULL or why not. */
+static const char *conf_line(apr_pool_t *p, bank_keyring_t *kr, const char *dir, char *line)
+{
+    char *name = next_word(&line), *a = name ? next_word(&line) : NULL;
+    char *b = a ? next_word(&line) : NULL, *path = b ? b : a;
+    unsigned char key[BANK_KEY_LEN];
+    int hash = name && strcasecmp(name, "BankIdentityHashKey") == 0;
+    const char *err;
+
+    if (!name || name[0] == '#') {
+        return NULL;
+    }
+    if (next_word(&line) || !a || (hash && b) ||
+        (!hash && (!b || (strcasecmp(name, "BankIdentityKey") != 0 &&
+                          strcasecmp(name, "BankIdentityOldKey") != 0)))) {
+        return "expected BankIdentityKey ID FILE, BankIdentityOldKey ID FILE or "
+               "BankIdentityHashKey FILE";
+    }
+    if (hash && kr->has_hash) {
+        return "BankIdentityHashKey given twice";
+    }
+    if (path[0] != '/') {
+        path = apr_pstrcat(p, dir, "/", path, (char *)NULL);
+    }
+    if (!(err = bank_key_file_read(p, path, key))) {
+        if (hash) {
+            bank_keyring_set_hash_key(kr, key);
+        } else {
+            err = bank_keyring_add(kr, a, key, strcasecmp(name, "BankIdentityKey") == 0);
+        }
+    }
+    OPENSSL_cleanse(key, sizeof(key));
+    return err;
+}
+
+const char *bank_keyring_read_conf(apr_pool_t *p, const char *file, bank_keyring_t **out)
+{
+    const char *slash = strrchr(file, '/'), *err;
+    const char *dir = slash ? apr_pstrndup(p, file, (apr_size_t)(slash - file)) : ".";
+    bank_keyring_t *kr = bank_keyring_make(p);
+    char *text = apr_palloc(p, CONF_MAX + 1), *line, *state = NULL;
+    apr_size_t n = 0;
+    apr_file_t *f = NULL;
+    apr_status_t rv;
+    int lineno = 0;
+
+    *out = NULL;
+    if (apr_file_open(&f, file, APR_FOPEN_READ, APR_OS_DEFAULT, p) != APR_SUCCESS) {
+        return apr_psprintf(p, "cannot read the keys file %s", file);
+    }
+    rv = apr_file_read_full(f, text, CONF_MAX, &n);
+    apr_file_close(f);
+    if ((rv != APR_SUCCESS && rv != APR_EOF) || n == CONF_MAX) {
+        return apr_psprintf(p, "cannot read the keys file %s (or longer than %d bytes)", file,
+                            CONF_MAX);
+    }
+    text[n] = '\0';
+    for (line = apr_strtok(text, "\n", &state); line; line = apr_strtok(NULL, "\n", &state)) {
+        lineno++;
+        line[strcspn(line, "\r")] = '\0';
+        if ((err = conf_line(p, kr, dir, line)) != NULL) {
+            return apr_psprintf(p, "%s:%d: %s", file, lineno, err);
+        }
+    }
+    if ((err = bank_keyring_incomplete(kr)) != NULL) {
+        return apr_psprintf(p,
+                            "%s: %s (BankIdentityKey ID FILE and BankIdentityHashKey FILE are "
+                            "needed)",
+                            file, err);
+    }
+    *out = kr;
+    return NULL;
 }

@@ -8,7 +8,6 @@
 #include <apr_strings.h>
 #include <apr_file_info.h>
 #include <apr_lib.h>
-#include <openssl/crypto.h>
 #include "bankctl.h"
 #include "bank_crypt.h"
 #include "bank_json.h"
@@ -19,7 +18,6 @@
 #define KEYS_FILE "identity-keys.conf"
 /* Where an installed bankctl looks without --keys, BANK_IDENTITY_KEYS or BANK_RUN_DIR. */
 #define KEYS_FILE_ETC "/etc/mod_bank/" KEYS_FILE
-#define KEYS_FILE_MAX 65536
 #define BATCH_DEFAULT 500
 #define BATCH_MAX 10000
 
@@ -44,83 +42,11 @@ static const char *keys_path(ctl_t *c)
     return KEYS_FILE_ETC;
 }
 
-/* The next word of *s (double quotes around it allowed), or NULL at the end of the line. */
-static char *next_word(char **s)
-{
-    char *w, *end;
-
-    while (**s == ' ' || **s == '\t') {
-        (*s)++;
-    }
-    if (!**s) {
-        return NULL;
-    }
-    if (**s == '"' && (end = strchr(*s + 1, '"')) != NULL) {
-        w = *s + 1;
-    } else {
-        w = *s;
-        end = w + strcspn(w, " \t");
-    }
-    *s = *end ? end + 1 : end;
-    *end = '\0';
-    return w;
-}
-
-/* A key file named in the keys file: relative paths are from the keys file's directory. */
-static void read_key(ctl_t *c, const char *file, const char *dir, const char *path,
-                     unsigned char *key)
-{
-    const char *err;
-
-    if (path[0] != '/') {
-        path = apr_pstrcat(c->pool, dir, "/", path, (char *)NULL);
-    }
-    if ((err = bank_key_file_read(c->pool, path, key)) != NULL) {
-        die(1, "%s: %s", file, err);
-    }
-}
-
-/* One line of the keys file, into kr. */
-static void key_line(ctl_t *c, bank_keyring_t *kr, const char *file, const char *dir, int n,
-                     char *line, int *hash)
-{
-    char *name = next_word(&line), *a = name ? next_word(&line) : NULL;
-    char *b = a ? next_word(&line) : NULL;
-    unsigned char key[BANK_KEY_LEN];
-    const char *err = NULL;
-
-    if (!name || name[0] == '#') {
-        return;
-    }
-    if (strcasecmp(name, "BankIdentityHashKey") == 0 && a && !b && !next_word(&line)) {
-        if ((*hash)++) {
-            die(1, "%s:%d: BankIdentityHashKey given twice", file, n);
-        }
-        read_key(c, file, dir, a, key);
-        bank_keyring_set_hash_key(kr, key);
-    } else if ((strcasecmp(name, "BankIdentityKey") == 0 ||
-                strcasecmp(name, "BankIdentityOldKey") == 0) &&
-               b && !next_word(&line)) {
-        read_key(c, file, dir, b, key);
-        err = bank_keyring_add(kr, a, key, strcasecmp(name, "BankIdentityKey") == 0);
-    } else {
-        err = "expected BankIdentityKey ID FILE, BankIdentityOldKey ID FILE or "
-              "BankIdentityHashKey FILE";
-    }
-    OPENSSL_cleanse(key, sizeof(key));
-    if (err) {
-        die(1, "%s:%d: %s", file, n, err);
-    }
-}
-
 void ctl_load_keys(ctl_t *c)
 {
-    const char *file = keys_path(c), *slash = strrchr(file, '/'), *why, *wrong = NULL;
-    const char *dir = slash ? apr_pstrndup(c->pool, file, (apr_size_t)(slash - file)) : ".";
-    bank_keyring_t *kr = bank_keyring_make(c->pool);
+    const char *file = keys_path(c), *err, *wrong = NULL;
+    bank_keyring_t *kr = NULL;
     apr_finfo_t fi;
-    char *text, *line, *state = NULL;
-    int n = 0, hash = 0;
 
     if (apr_stat(&fi, file, APR_FINFO_TYPE, c->pool) != APR_SUCCESS) {
         die(1,
@@ -128,14 +54,8 @@ void ctl_load_keys(ctl_t *c)
             "(docs/operations.md)",
             file);
     }
-    text = ctl_slurp(c, file, KEYS_FILE_MAX, file);
-    for (line = apr_strtok(text, "\n", &state); line; line = apr_strtok(NULL, "\n", &state)) {
-        line[strcspn(line, "\r")] = '\0';
-        key_line(c, kr, file, dir, ++n, line, &hash);
-    }
-    if ((why = bank_keyring_incomplete(kr)) != NULL) {
-        die(1, "%s: %s (BankIdentityKey ID FILE and BankIdentityHashKey FILE are needed)", file,
-            why);
+    if ((err = bank_keyring_read_conf(c->pool, file, &kr)) != NULL) {
+        die(1, "%s", err);
     }
     if (bank_store_identity_keys_check(c->db, kr, &wrong) != BANK_DB_OK) {
         ctl_db_fail(c, "cannot check the identity keys");
