@@ -39,15 +39,22 @@ static bank_keyring_t *the_ring(apr_pool_t *pconf)
     return ring;
 }
 
-/* Reads the key file named by the directive (relative to ServerRoot). */
+/* Reads the key file named by the directive: a relative path is from the directory of the
+ * file the directive is written in, as bankctl reads the same lines. */
 static const char *read_key(cmd_parms *cmd, const char *path, unsigned char *key)
 {
-    const char *err = ap_check_cmd_context(cmd, GLOBAL_ONLY), *file;
+    const char *err = ap_check_cmd_context(cmd, GLOBAL_ONLY), *file = path, *in, *slash;
 
     if (err) {
         return err;
     }
-    if (!(file = ap_server_root_relative(cmd->temp_pool, path))) {
+    in = cmd->directive ? cmd->directive->filename : NULL;
+    if (path[0] != '/' && in && (slash = strrchr(in, '/')) != NULL) {
+        file =
+            apr_pstrcat(cmd->temp_pool, apr_pstrndup(cmd->temp_pool, in, (apr_size_t)(slash - in)),
+                        "/", path, (char *)NULL);
+    }
+    if (!(file = ap_server_root_relative(cmd->temp_pool, file))) {
         return apr_psprintf(cmd->pool, "%s: bad path %s", cmd->cmd->name, path);
     }
     err = bank_key_file_read(cmd->temp_pool, file, key);
@@ -104,31 +111,46 @@ const char *bank_identity_set_hash_key(cmd_parms *cmd, void *cfg, const char *pa
     return err;
 }
 
-/* mod_dbd's settings of the main server (its record begins with a pointer to them), or NULL
- * when there is no database. */
-static const dbd_cfg_t *main_dbd(server_rec *s)
+/* mod_dbd's settings of server s (its record begins with a pointer to them), or NULL when
+ * it has no DBDriver sqlite3 or pgsql. */
+static const dbd_cfg_t *server_dbd(server_rec *s)
 {
     module *dbd = ap_find_linked_module("mod_dbd.c");
     dbd_cfg_t *const *rec = dbd ? ap_get_module_config(s->module_config, dbd) : NULL;
     const dbd_cfg_t *cfg = rec ? *rec : NULL;
 
-    if (!cfg || cfg->server != s || !cfg->name || !cfg->params ||
+    if (!cfg || !cfg->server || !cfg->name || !cfg->params ||
         (strcmp(cfg->name, "sqlite3") != 0 && strcmp(cfg->name, "pgsql") != 0)) {
         return NULL;
     }
     return cfg;
 }
 
-/* Opens the main server's database for the check, or says why it cannot (then the server
- * starts: a database that is down at start-up answers 503 until it is back, and the keys
- * are checked again at the next start). SQLite: an absent file is not created here. */
+/* 1 if a server (the main one or a virtual host) has a database, so identity data. */
+static int any_database(server_rec *s)
+{
+    for (; s; s = s->next) {
+        if (server_dbd(s)) {
+            return 1;
+        }
+    }
+    return 0;
+}
+
+/* Opens the first database configured (the main server's, else a virtual host's) for the
+ * check, or says why it cannot (then the server starts: a database that is down at start-up
+ * answers 503 until it is back, and the keys are checked again at the next start). SQLite:
+ * an absent file is not created here. */
 static bank_db_t *open_db(apr_pool_t *p, server_rec *s, const char **why)
 {
-    const dbd_cfg_t *cfg = main_dbd(s);
+    const dbd_cfg_t *cfg = NULL;
     apr_finfo_t fi;
     bank_db_t *db;
 
     *why = NULL;
+    for (; s && !cfg; s = s->next) {
+        cfg = server_dbd(s);
+    }
     if (!cfg) {
         *why = "no DBDriver sqlite3 or pgsql";
         return NULL;
@@ -186,6 +208,11 @@ static int check_db(apr_pool_t *ptemp, server_rec *s)
 int bank_identity_post_config(apr_pool_t *pconf, apr_pool_t *ptemp, server_rec *s)
 {
     (void)pconf;
+    /* No database, no identity data: the module may serve without keys (nothing to map). */
+    if (!any_database(s)) {
+        bank_crypt_use(ring);
+        return OK;
+    }
     if (!ring || !bank_keyring_current(ring)) {
         ap_log_error(APLOG_MARK, APLOG_CRIT, 0, s,
                      BANKLOGNO(1701) "BankIdentityKey is not set: mod_bank stores BVNs and "

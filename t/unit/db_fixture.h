@@ -81,13 +81,13 @@ static bank_db_t *fixture_pgsql(apr_pool_t *p)
     return db;
 }
 
-/* The identity keys the store seals with: the suite's (BANK_IDENTITY_KEYS, so that its
+/* The identity keys the store seals with: the suite's (BANK_TEST_KEYS, so that its
  * httpd accepts the database afterwards), else keys of this run. */
 static void fixture_keys(apr_pool_t *p)
 {
     static const unsigned char enc[BANK_KEY_LEN] = "unit-test-encryption-key-32bytes";
     static const unsigned char hash[BANK_KEY_LEN] = "unit-test-hash-key-of-32-bytes!!";
-    const char *file = getenv("BANK_IDENTITY_KEYS"), *err = NULL;
+    const char *file = getenv("BANK_TEST_KEYS"), *err = NULL;
     bank_keyring_t *kr = NULL;
 
     if (file && *file) {
