@@ -163,6 +163,11 @@ static bank_db_t *open_db(apr_pool_t *p, server_rec *s, const char **why)
     if (!(db = bank_db_open(p, cfg->name, cfg->params, why))) {
         return NULL;
     }
+    /* A graceful restart runs this while the children write: wait for their locks as they
+     * wait for each other (docs/configuration.md, busy_timeout). */
+    if (!bank_db_is_pgsql(db)) {
+        bank_db_query(db, "PRAGMA busy_timeout = 5000");
+    }
     if ((*why = bank_db_prepare_all(db)) != NULL) {
         *why = apr_pstrcat(p, "the schema is missing or out of date (", *why, ")", (char *)NULL);
         return NULL;
