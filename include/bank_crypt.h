@@ -62,6 +62,10 @@ bank_open_rc bank_open(apr_pool_t *p, const bank_keyring_t *kr, const char *colu
                        const char *sealed, const char **plain, const char **key_id);
 /* The id of the key a sealed value names (NULL: not a sealed value). */
 const char *bank_sealed_key_id(apr_pool_t *p, const char *sealed);
+/* bank_open of *value, replaced by its plain text; on failure *value is NULL and the text
+ * says which column of which row, its key id and why, for a log line. */
+const char *bank_open_in_place(apr_pool_t *p, const bank_keyring_t *kr, const char *column,
+                               const char *row, const char **value);
 /* Why bank_open failed, for a log line. */
 const char *bank_open_reason(bank_open_rc rc);
 

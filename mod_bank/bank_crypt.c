@@ -360,6 +360,21 @@ bank_open_rc bank_open(apr_pool_t *p, const bank_keyring_t *kr, const char *colu
     return BANK_OPEN_OK;
 }
 
+const char *bank_open_in_place(apr_pool_t *p, const bank_keyring_t *kr, const char *column,
+                               const char *row, const char **value)
+{
+    const char *plain = NULL, *id = NULL;
+    bank_open_rc rc = bank_open(p, kr, column, row, *value, &plain, &id);
+
+    if (rc != BANK_OPEN_OK) {
+        *value = NULL;
+        return apr_psprintf(p, "%s of row %s (key %s): %s", column, row, id ? id : "?",
+                            bank_open_reason(rc));
+    }
+    *value = plain;
+    return NULL;
+}
+
 const char *bank_open_reason(bank_open_rc rc)
 {
     switch (rc) {

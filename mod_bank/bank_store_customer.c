@@ -189,20 +189,13 @@ static const bank_col_t serial_cols[] = {BANK_COL(INT64, serial_row_t, serial), 
 static bank_db_rc open_value(bank_db_t *db, const char *key, const char *column, const char *row,
                              const char **value)
 {
-    const char *plain = NULL, *id = NULL;
-    bank_open_rc rc;
+    const char *why;
 
     if (!key || !*value) {
         return BANK_DB_OK;
     }
-    rc = bank_open(bank_db_pool(db), bank_crypt_keyring(), column, row, *value, &plain, &id);
-    if (rc != BANK_OPEN_OK) {
-        *value = NULL;
-        return bank_db_fail(db, apr_psprintf(bank_db_pool(db), "%s of row %s (key %s): %s", column,
-                                             row, id ? id : "?", bank_open_reason(rc)));
-    }
-    *value = plain;
-    return BANK_DB_OK;
+    why = bank_open_in_place(bank_db_pool(db), bank_crypt_keyring(), column, row, value);
+    return why ? bank_db_fail(db, why) : BANK_DB_OK;
 }
 
 /* Seals value for column and row with the current key into *out (NULL stays NULL). */
@@ -235,13 +228,6 @@ static bank_db_rc hash_of(bank_db_t *db, const char *bvn, const char **hash)
         return bank_db_fail(db, "no identity hash key (BankIdentityHashKey)");
     }
     return BANK_DB_OK;
-}
-
-static bank_db_rc open_customer(bank_db_t *db, customer_raw_t *raw, bank_db_rc rc)
-{
-    return rc == BANK_DB_OK
-               ? open_value(db, raw->crypt_key, "customers.bvn", raw->c.id, &raw->c.bvn)
-               : rc;
 }
 
 /* A record's values, opened with its hash as the row. */
@@ -287,28 +273,31 @@ static bank_db_rc seal_record(bank_db_t *db, const bank_bvn_record_t *rec, const
 
 /* ---- customers ---- */
 
-bank_db_rc bank_store_customer_by_email(bank_db_t *db, const char *email, bank_customer_t *out)
+/* The customer of a one-argument SELECT of customer_cols, the BVN opened. */
+static bank_db_rc customer_by(bank_db_t *db, const char *label, const char *arg,
+                              bank_customer_t *out)
 {
-    const char *args[] = {bank_ascii_lower(bank_db_pool(db), email)};
+    const char *args[] = {arg};
     customer_raw_t raw;
-    bank_db_rc rc = bank_db_row(db, "bank_customer_by_email", BANK_NARGS(args), args, customer_cols,
-                                &raw, sizeof(raw));
+    bank_db_rc rc =
+        bank_db_row(db, label, BANK_NARGS(args), args, customer_cols, &raw, sizeof(raw));
 
-    rc = open_customer(db, &raw, rc);
+    if (rc == BANK_DB_OK) {
+        rc = open_value(db, raw.crypt_key, "customers.bvn", raw.c.id, &raw.c.bvn);
+    }
     *out = raw.c;
     return rc;
 }
 
+bank_db_rc bank_store_customer_by_email(bank_db_t *db, const char *email, bank_customer_t *out)
+{
+    return customer_by(db, "bank_customer_by_email", bank_ascii_lower(bank_db_pool(db), email),
+                       out);
+}
+
 bank_db_rc bank_store_customer_by_id(bank_db_t *db, const char *id, bank_customer_t *out)
 {
-    const char *args[] = {id};
-    customer_raw_t raw;
-    bank_db_rc rc = bank_db_row(db, "bank_customer_by_id", BANK_NARGS(args), args, customer_cols,
-                                &raw, sizeof(raw));
-
-    rc = open_customer(db, &raw, rc);
-    *out = raw.c;
-    return rc;
+    return customer_by(db, "bank_customer_by_id", id, out);
 }
 
 bank_db_rc bank_store_onboard_read(bank_db_t *db, const char *customer_id, const char *bvn,

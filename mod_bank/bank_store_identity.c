@@ -166,19 +166,13 @@ typedef struct {
 static bank_db_rc plain_of(bank_db_t *db, reseal_t *r, const char *key, const char *column,
                            const char *row, const char **value)
 {
-    bank_open_rc orc;
-    const char *plain = NULL;
+    const char *why;
 
     if (!key || !*value) {
         return BANK_DB_OK;
     }
-    if ((orc = bank_open(bank_db_pool(db), r->kr, column, row, *value, &plain, NULL)) !=
-        BANK_OPEN_OK) {
-        return bank_db_fail(db, apr_psprintf(bank_db_pool(db), "%s of row %s (key %s): %s", column,
-                                             row, key, bank_open_reason(orc)));
-    }
-    *value = plain;
-    return BANK_DB_OK;
+    why = bank_open_in_place(bank_db_pool(db), r->kr, column, row, value);
+    return why ? bank_db_fail(db, why) : BANK_DB_OK;
 }
 
 static const char *seal(bank_db_t *db, reseal_t *r, const char *column, const char *row,
