@@ -140,7 +140,7 @@ typedef struct {
     const char *owner;        /* who holds the BVN asked about; read only while the customer
                                  has no BVN; NULL: nobody */
     bank_throttle_t count;    /* the counter (scope, customer) of the unexpired window; 0: none */
-    bank_bvn_record_t record; /* bvn NULL: no record of the BVN */
+    bank_bvn_record_t record; /* bvn NULL: no record of the BVN; phone not read */
 } bank_onboard_row_t;
 
 /* The customer, their account, the BVN's holder, the customer's counter in `scope` (its

@@ -36,6 +36,32 @@ struct bank_keyring_s {
 
 static const bank_keyring_t *process_keyring = NULL;
 
+/* AES-256-GCM and SHA-256 fetched from OpenSSL's provider store once, when the first keyring
+ * is made (before httpd forks or starts threads): EVP_aes_256_gcm() and EVP_sha256() fetch
+ * again on every use, under the store's process-wide lock (bank_digest.c measured the same
+ * for SHA-256). Freed with that keyring's pool. */
+static EVP_CIPHER *aes_gcm = NULL;
+static EVP_MD *sha256 = NULL;
+
+static apr_status_t free_fetched(void *unused)
+{
+    (void)unused;
+    EVP_CIPHER_free(aes_gcm);
+    EVP_MD_free(sha256);
+    aes_gcm = NULL;
+    sha256 = NULL;
+    return APR_SUCCESS;
+}
+
+static void fetch_once(apr_pool_t *p)
+{
+    if (!aes_gcm && !sha256) {
+        aes_gcm = EVP_CIPHER_fetch(NULL, "AES-256-GCM", NULL);
+        sha256 = EVP_MD_fetch(NULL, "SHA256", NULL);
+        apr_pool_cleanup_register(p, NULL, free_fetched, apr_pool_cleanup_null);
+    }
+}
+
 void bank_crypt_use(const bank_keyring_t *kr)
 {
     process_keyring = kr;
@@ -69,6 +95,7 @@ bank_keyring_t *bank_keyring_make(apr_pool_t *p)
     kr->pool = p;
     kr->keys = apr_array_make(p, 4, sizeof(enc_key_t));
     kr->current = -1;
+    fetch_once(p);
     apr_pool_cleanup_register(p, kr, wipe_keyring, apr_pool_cleanup_null);
     return kr;
 }
@@ -234,7 +261,7 @@ static const char *hmac_hex(apr_pool_t *p, const unsigned char *key, const char 
     /* a and b with their NULs: ("ab", "c") and ("a", "bc") hash apart. */
     memcpy(msg, a, la);
     memcpy(msg + la, b, lb);
-    if (!HMAC(EVP_sha256(), key, BANK_KEY_LEN, msg, la + lb, mac, &len)) {
+    if (!HMAC(sha256 ? sha256 : EVP_sha256(), key, BANK_KEY_LEN, msg, la + lb, mac, &len)) {
         return NULL;
     }
     return bank_hex(p, mac, len);
@@ -278,14 +305,15 @@ static int gcm(int enc, const unsigned char *key, const unsigned char *nonce, co
     if (!ctx) {
         return -1;
     }
-    ok = EVP_CipherInit_ex(ctx, EVP_aes_256_gcm(), NULL, NULL, NULL, enc) == 1 &&
-         EVP_CIPHER_CTX_ctrl(ctx, EVP_CTRL_GCM_SET_IVLEN, NONCE_LEN, NULL) == 1 &&
-         EVP_CipherInit_ex(ctx, NULL, NULL, key, nonce, enc) == 1 &&
-         EVP_CipherUpdate(ctx, NULL, &n, (const unsigned char *)aad, aadlen) == 1 &&
-         EVP_CipherUpdate(ctx, out, &n, in, len) == 1 &&
-         (enc || EVP_CIPHER_CTX_ctrl(ctx, EVP_CTRL_GCM_SET_TAG, TAG_LEN, tag) == 1) &&
-         EVP_CipherFinal_ex(ctx, out + n, &fin) == 1 &&
-         (!enc || EVP_CIPHER_CTX_ctrl(ctx, EVP_CTRL_GCM_GET_TAG, TAG_LEN, tag) == 1);
+    ok =
+        EVP_CipherInit_ex(ctx, aes_gcm ? aes_gcm : EVP_aes_256_gcm(), NULL, NULL, NULL, enc) == 1 &&
+        EVP_CIPHER_CTX_ctrl(ctx, EVP_CTRL_GCM_SET_IVLEN, NONCE_LEN, NULL) == 1 &&
+        EVP_CipherInit_ex(ctx, NULL, NULL, key, nonce, enc) == 1 &&
+        EVP_CipherUpdate(ctx, NULL, &n, (const unsigned char *)aad, aadlen) == 1 &&
+        EVP_CipherUpdate(ctx, out, &n, in, len) == 1 &&
+        (enc || EVP_CIPHER_CTX_ctrl(ctx, EVP_CTRL_GCM_SET_TAG, TAG_LEN, tag) == 1) &&
+        EVP_CipherFinal_ex(ctx, out + n, &fin) == 1 &&
+        (!enc || EVP_CIPHER_CTX_ctrl(ctx, EVP_CTRL_GCM_GET_TAG, TAG_LEN, tag) == 1);
     EVP_CIPHER_CTX_free(ctx);
     return ok ? 0 : -1;
 }
