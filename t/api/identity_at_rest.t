@@ -88,6 +88,29 @@ push @secrets, [bvn => $pv->{bvn}], map { [dob => $_] } date_forms('1948-02-17')
 
 my $bytes = database_bytes();
 ok(scalar keys %$bytes, 'database files read: ' . join(', ', sort keys %$bytes));
+
+# PostgreSQL: the cluster's own files too (table files and the WAL, which holds every write
+# since the last checkpoint), for the values as written (that is how PostgreSQL stores text).
+if ($ENV{BANK_DBDRIVER} eq 'pgsql') {
+    my @files;
+    my @dirs = ("$ENV{BANK_PG_DIR}/data/base", "$ENV{BANK_PG_DIR}/data/pg_wal");
+    while (my $d = shift @dirs) {
+        opendir my $dh, $d or next;
+        for my $e (grep { !/^\.\.?$/ } readdir $dh) {
+            -d "$d/$e" ? push(@dirs, "$d/$e") : push(@files, "$d/$e");
+        }
+    }
+    my @found;
+    for my $f (@files) {
+        open my $fh, '<:raw', $f or next;
+        my $data = do { local $/; <$fh> };
+        for my $s (grep { $_->[0] ne 'dob' || $_->[1] =~ /^\d{4}-/ } @secrets) {
+            push @found, "$s->[1] in $f" if index($data, $s->[1]) >= 0;
+        }
+    }
+    ok(@files > 10, scalar(@files) . ' files of the cluster read (table files, WAL)');
+    is_deeply(\@found, [], 'no BVN, ISO date of birth or phone in them');
+}
 for my $s (@secrets) {
     my ($what, $text) = @$s;
     my @found;
