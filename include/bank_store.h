@@ -114,6 +114,8 @@ typedef struct {
 } bank_bvn_kept_t;
 
 bank_db_rc bank_store_bvn_record_get(bank_db_t *db, const char *bvn, bank_bvn_kept_t *out);
+/* Deletes the record of a BVN; *count 0 when there was none. */
+bank_db_rc bank_store_bvn_record_delete(bank_db_t *db, const char *bvn, int *count);
 /* The keyed hash a BVN is looked up by (NULL without a hash key). */
 const char *bank_store_bvn_hash(bank_db_t *db, const char *bvn);
 

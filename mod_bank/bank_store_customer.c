@@ -70,6 +70,8 @@ const bank_stmt_t bank_store_customer_sql[] = {
      " first_name = excluded.first_name, last_name = excluded.last_name,"
      " date_of_birth = excluded.date_of_birth, phone = NULL, source = excluded.source,"
      " checked_at = excluded.checked_at, crypt_key = excluded.crypt_key"},
+    /* bankctl bvn delete. Args: BVN hash, BVN. */
+    {"bank_bvn_record_delete", "DELETE FROM bvn_records WHERE bvn_hash = %s OR bvn = %s"},
     /* The kept record of a BVN (bankctl bvn show). Args: BVN hash, BVN. */
     {"bank_bvn_record_get",
      "SELECT bvn, first_name, last_name, date_of_birth, phone, source, checked_at, bvn_hash,"
@@ -419,6 +421,19 @@ bank_db_rc bank_store_bvn_record_keep(bank_db_t *db, const bank_bvn_record_t *re
                                       const char *source, const char *now)
 {
     return record_write(db, "bank_bvn_record_keep", rec, now, source);
+}
+
+bank_db_rc bank_store_bvn_record_delete(bank_db_t *db, const char *bvn, int *count)
+{
+    const char *hash = NULL;
+    bank_db_rc rc;
+
+    *count = 0;
+    if ((rc = hash_of(db, bvn, &hash)) == BANK_DB_OK) {
+        const char *args[] = {hash, bvn};
+        rc = bank_db_exec(db, "bank_bvn_record_delete", count, BANK_NARGS(args), args);
+    }
+    return rc;
 }
 
 bank_db_rc bank_store_bvn_record_get(bank_db_t *db, const char *bvn, bank_bvn_kept_t *out)

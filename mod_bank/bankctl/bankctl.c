@@ -72,6 +72,10 @@ static const ctl_command_t commands[] = {
      "bvn show --bvn B\n"
      "      print the identity record kept for a BVN as one JSON object, decrypted\n",
      cmd_bvn_show},
+    {"bvn", "delete", "bvn delete", o_bvn_show,
+     "bvn delete --bvn B\n"
+     "      delete the identity record of a BVN; print how many (0 or 1)\n",
+     cmd_bvn_delete},
     {"bvn", "check", "bvn check", o_bvn_check,
      "bvn check --bvn B --dob YYYY-MM-DD --first F --last L [--provider dojah|prembly]\n"
      "            [--url BASE-URL] [--app-id ID] [--key SECRET | --credentials FILE]\n"

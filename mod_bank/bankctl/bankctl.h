@@ -74,6 +74,7 @@ int cmd_token_revoke(ctl_t *c, apr_table_t *o);
 int cmd_notices(ctl_t *c, apr_table_t *o);
 int cmd_rekey(ctl_t *c, apr_table_t *o);
 int cmd_bvn_show(ctl_t *c, apr_table_t *o);
+int cmd_bvn_delete(ctl_t *c, apr_table_t *o);
 int cmd_customer_show(ctl_t *c, apr_table_t *o);
 
 #endif

@@ -1,7 +1,7 @@
 /* bankctl and the identity keys (docs/operations.md): the keys file (the module's own
  * directives BankIdentityKey, BankIdentityOldKey and BankIdentityHashKey, one a line, a file
  * httpd can Include), checked against the database like the module does at start-up; and the
- * commands that need them beyond bvn add: rekey, bvn show, customer show. */
+ * commands that need them beyond bvn add: rekey, bvn show, bvn delete, customer show. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -142,6 +142,22 @@ int cmd_bvn_show(ctl_t *c, apr_table_t *o)
     json_object_object_add(j, "source", bank_json_str(k.source));
     json_object_object_add(j, "checked", json_object_new_boolean(k.checked_at != NULL));
     print_json(c, j);
+    return 0;
+}
+
+int cmd_bvn_delete(ctl_t *c, apr_table_t *o)
+{
+    const char *bvn = ctl_need(o, "bvn", "bvn delete");
+    int count = 0;
+
+    if (!bank_bvn_valid(bvn)) {
+        die(EXIT_USAGE, "bvn delete: --bvn must be exactly 11 digits");
+    }
+    ctl_open_ready(c);
+    if (bank_store_bvn_record_delete(c->db, bvn, &count) != BANK_DB_OK) {
+        ctl_db_fail(c, "cannot delete the BVN record");
+    }
+    printf("%d\n", count);
     return 0;
 }
 

@@ -179,4 +179,10 @@ assert_error(bvn_post($b), 500, 'E_INTERNAL', 'a value moved to another column')
 bankctl('bvn', 'add', '--bvn', $b->{bvn}, '--dob', $b->{dob}, '--first', 'Ada', '--last', 'Obi');
 is(bvn_post($b)->code, 200, 'the record written again: 200');
 
+# A record withdrawn by its BVN, which only bankctl can find (by the keyed hash).
+is(bankctl('bvn', 'delete', '--bvn', $pv->{bvn}), '1', 'bankctl bvn delete: one record');
+my ($drc, undef, $derr) = bankctl('bvn', 'show', '--bvn', $pv->{bvn});
+like($derr, qr/no record of that BVN/, 'gone');
+is(bankctl('bvn', 'delete', '--bvn', $pv->{bvn}), '0', 'deleting it again: none');
+
 done_testing();
