@@ -90,8 +90,8 @@ fuzz: $(FUZZ_BIN)
 
 # The Apache::Test suite against a real httpd with the built module.
 itest: build $(BUILD)/unit/test_db_pg $(BUILD)/unit/test_onboard $(BUILD)/unit/test_sign_in \
-	    $(BUILD)/unit/test_notice_store
-	@DB=$(DB) ./scripts/run-tests
+	    $(BUILD)/unit/test_notice_store $(BUILD)/unit/test_group_commit $(BUILD)/unit/test_token_cache
+	@DB=$(DB) APACHE_TEST_HTTPD=$(HTTPD) ./scripts/run-tests
 
 test: deps build unit itest
 
@@ -140,6 +140,8 @@ lint:
 	clang-format --dry-run --Werror mod_bank/*.c mod_bank/*.h mod_bank/bankctl/*.[ch] include/*.h t/unit/*.c \
 	    t/unit/*.h t/fuzz/*.c t/fuzz/*.h t/bench/*.c
 	shellcheck scripts/* .ci/run
+	./scripts/check-tags
+	./scripts/check-layers
 
 clean:
 	rm -rf $(BUILD) mod_bank/.libs mod_bank/*.lo mod_bank/*.slo mod_bank/*.o mod_bank.la \

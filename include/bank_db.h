@@ -1,7 +1,8 @@
-/* The data layer's handle: one opaque connection over apr_dbd that the module (through
- * mod_dbd), bankctl and the C tests share, with transactions in one place. Callers use the
- * typed functions of bank_store.h; only the store files (mod_bank/bank_store_*.c) run
- * statements by label. No httpd dependency.
+/* The data layer's handle: one opaque connection that the module (lent by mod_dbd's pool),
+ * bankctl and the C tests (a connection of their own) share, with transactions, session
+ * set-up, recovery and retry in one place (bank_db_source.h says where connections come
+ * from). Callers use the typed functions of bank_store.h; only the store files
+ * (mod_bank/bank_store_*.c) run statements by label. No httpd dependency.
  *
  * A failed call returns what went wrong and keeps the driver's text (first line only) for
  * the log (bank_db_error); it never decides an HTTP answer. */
@@ -10,8 +11,6 @@
 
 #include <apr_pools.h>
 #include <apr_hash.h>
-#include <apr_dbd.h>
-#include <apr_thread_mutex.h>
 
 typedef struct bank_db_s bank_db_t;
 
@@ -25,7 +24,7 @@ typedef enum {
     BANK_DB_ROLLBACK   /* from a bank_db_transaction callback: undo, not an error */
 } bank_db_rc;
 
-/* What a failed statement says about the connection it ran on (see bank_db_set_recover). */
+/* What a failed statement says about the connection it ran on (bank_db_recover). */
 typedef enum {
     BANK_CONN_INTACT = 0, /* alive, session unchanged: the statement itself failed */
     BANK_CONN_FRESH,      /* alive, but libpq had re-opened it: the statement was not
@@ -37,40 +36,35 @@ typedef enum {
 
 /* ---- handles ---- */
 
-/* A connection opened elsewhere (mod_dbd's), with its prepared statements by label. Results
- * and error texts are allocated from p. */
-bank_db_t *bank_db_wrap(apr_pool_t *p, const apr_dbd_driver_t *driver, apr_dbd_t *handle,
-                        apr_hash_t *prepared);
 /* Opens a connection of its own (bankctl, the C tests): driver_name "sqlite3" or "pgsql",
- * params as apr_dbd_open takes them; PostgreSQL gets mod_bank's session settings. Closed
- * when p goes. NULL and the error text in *err on failure. No statement is prepared. */
+ * params as apr_dbd_open takes them; the session set up as the module's (bank_db_source.h).
+ * Closed when p goes. NULL and the error text in *err on failure. No statement is prepared. */
 bank_db_t *bank_db_open(apr_pool_t *p, const char *driver_name, const char *params,
                         const char **err);
 /* Prepares every statement of the store under its label. NULL, or the error text naming the
  * statement that did not prepare (a schema missing or out of step). */
 const char *bank_db_prepare_all(bank_db_t *db);
 
-/* Set by the module (none in bankctl): after a failed statement, finds out whether the
- * connection was lost or re-opened under it and, if so, restores its session (init SQL,
- * prepared statements). Outside a transaction a statement is then run once more when that
- * is safe: always for FRESH, and for RESTORED only a SELECT or BEGIN (a write may have
- * committed). */
-typedef bank_conn_state (*bank_db_recover_fn)(bank_db_t *db, void *baton);
-void bank_db_set_recover(bank_db_t *db, bank_db_recover_fn fn, void *baton);
-/* Runs the recover function now (none set: INTACT). */
+/* After a failed statement: finds out whether the connection was lost or re-opened under
+ * it and, if so, restores its session (set-up SQL, prepared statements); a SQLite connection
+ * that was opened read-only is replaced when the file can be written now. Outside a
+ * transaction a statement is then run once more when that is safe: always for FRESH, and
+ * for RESTORED only a SELECT or BEGIN (a write may have committed). */
 bank_conn_state bank_db_recover(bank_db_t *db);
-/* SQLite in a threaded server: the process's writer lock (see bank_db.c). */
-void bank_db_set_writer_lock(bank_db_t *db, apr_thread_mutex_t *lock);
 
-const apr_dbd_driver_t *bank_db_driver(const bank_db_t *db);
-apr_dbd_t *bank_db_handle(const bank_db_t *db);
+/* After a failed call: 1 if trying again later may work (the database busy or unreachable,
+ * the connection lost), 0 for a failure that would repeat (an error of ours, a statement
+ * refused). */
+int bank_db_transient(bank_db_t *db, bank_db_rc rc);
+
 apr_pool_t *bank_db_pool(const bank_db_t *db);
+/* Where the host logs what happens on this handle (bank_log.h; NULL: a default place). */
+const void *bank_db_where(const bank_db_t *db);
 /* 1 on PostgreSQL, whose transactions, sessions and types mod_bank treats apart. */
 int bank_db_is_pgsql(const bank_db_t *db);
-int bank_dbd_is_pgsql(const apr_dbd_driver_t *driver);
 /* The last failure's text, for the log only. */
 const char *bank_db_error(const bank_db_t *db);
-/* 1 once the recover function found the connection lost or down. */
+/* 1 once recovery found the connection lost or down. */
 int bank_db_conn_lost(const bank_db_t *db);
 /* 1 between bank_db_begin and bank_db_end. */
 int bank_db_in_txn(const bank_db_t *db);
@@ -81,12 +75,10 @@ int bank_db_read_only(const bank_db_t *db);
 /* Prepared statements run on this handle so far (a retry after a re-opened connection
  * counts again): what a request costs in round trips, for tests and the trace log. */
 int bank_db_statements(const bank_db_t *db);
-/* Whether a write succeeds on an SQLite handle (one that is rolled back: BEGIN IMMEDIATE
- * alone succeeds on a read-only connection; writing the header's user_version does not),
- * under the process's writer lock. */
-int bank_db_writable(bank_db_t *db, apr_dbd_t *handle);
-/* Puts a new connection and its statements in place of the handle's (not read-only). */
-void bank_db_replace(bank_db_t *db, apr_dbd_t *handle, apr_hash_t *prepared);
+/* Whether a write succeeds on this SQLite connection (one that is rolled back: BEGIN
+ * IMMEDIATE alone succeeds on a read-only connection; writing the header's user_version
+ * does not), under the process's writer lock. */
+int bank_db_writable(bank_db_t *db);
 
 /* A driver's error text fit for a log or a terminal: its first line only, since
  * PostgreSQL's DETAIL line quotes key values (a BVN, an e-mail); a fixed text for NULL. */

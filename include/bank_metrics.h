@@ -57,6 +57,10 @@ typedef struct {
 } bank_metrics_t;
 
 void bank_metrics_count(bank_metrics_t *m, bank_metric_t c);
+/* The process's shared block, set once by the host before it forks (NULL: none, nothing is
+ * counted): for code that counts but is handed no block. */
+void bank_metrics_share(bank_metrics_t *m);
+bank_metrics_t *bank_metrics_shared(void);
 /* One request of endpoint e that took `took`. */
 void bank_metrics_observe(bank_metrics_t *m, bank_endpoint_t e, apr_interval_time_t took);
 /* A password verification starts (delta 1) or ends (delta -1). */

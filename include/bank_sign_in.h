@@ -60,19 +60,16 @@ typedef enum {
 typedef struct {
     bank_sign_in_verdict verdict;
     const char *why;          /* REFUSED, OVER: "unknown e-mail" or "wrong password" */
-    int malformed_hash;       /* the customer's stored hash is in no format read here */
     apr_int64_t failures;     /* the count that decided it */
     int remaining;            /* REFUSED: failures left in the window */
     int limit;                /* THROTTLED, OVER, FLOODED, ADDRESS: the limit reached */
     apr_int64_t retry_after;  /* THROTTLED, OVER, FLOODED, ADDRESS: seconds, 1 to the window */
     bank_count_t address;     /* ADDRESS: the IP's counter */
-    int prune_failed;         /* the best-effort prune of expired rows failed */
-    bank_customer_t customer; /* OK; malformed_hash: its id */
+    bank_customer_t customer; /* OK */
     const char *token;        /* OK: the plaintext token, its id and expiry */
     const char *token_id;
     const char *expires;
-    const char *failed_at; /* on a failure: what was being done, for the log */
-    bank_db_t *db;         /* the connection used last (NULL: none could be taken again) */
+    bank_db_t *db; /* the connection used last (NULL: none could be taken again) */
 } bank_sign_in_result_t;
 
 bank_db_rc bank_sign_in(bank_db_t *db, const bank_sign_in_t *in, bank_sign_in_result_t *out);

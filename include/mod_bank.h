@@ -7,9 +7,7 @@
 #include <httpd.h>
 #include <http_config.h>
 #include <http_log.h>
-
-/* mod_bank's own log tags: httpd's APLOGNO numbers belong to httpd. Unique per call site. */
-#define BANKLOGNO(n) "BANK" #n ": "
+#include "bank_log.h" /* BANKLOGNO */
 
 extern module AP_MODULE_DECLARE_DATA bank_module;
 

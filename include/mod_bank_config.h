@@ -7,6 +7,7 @@
 #include <http_config.h>
 #include <apr_tables.h>
 #include "mod_bank_verify.h"
+#include "bank_idp.h"
 
 typedef enum { BANK_HMAC_NONE = 0, BANK_HMAC_SHA256, BANK_HMAC_SHA512 } bank_hmac_alg;
 
@@ -62,5 +63,8 @@ const char *bank_conf_account_bank_code(const bank_dir_conf *c);
 const char *bank_conf_partner(request_rec *r, const bank_dir_conf *c);
 /* The path of the <Location> that maps this request (NULL for regex sections). */
 const char *bank_location(request_rec *r);
+
+/* The Location's BankBvnProvider* settings with their defaults. */
+void bank_conf_idp(const bank_dir_conf *c, bank_idp_conf_t *out);
 
 #endif

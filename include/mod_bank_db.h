@@ -1,5 +1,6 @@
-/* mod_bank_db.c: mod_bank's statements handed to mod_dbd at config time, a pooled
- * connection per request, and a lost PostgreSQL session restored. */
+/* mod_bank_db.c: mod_bank's statements handed to mod_dbd at config time, and mod_dbd's pool
+ * as the core's connection source (bank_db_source.h): a pooled connection per request, whose
+ * session set-up and recovery the core's data layer does. */
 #ifndef MOD_BANK_DB_H
 #define MOD_BANK_DB_H
 
@@ -23,7 +24,8 @@ int bank_db_failed(request_rec *r, bank_db_t *db, bank_db_rc rc, const char *wha
 /* Prepares every statement of bank_statements for each server at config time. */
 int bank_db_post_config(apr_pool_t *pconf, apr_pool_t *plog, apr_pool_t *ptemp, server_rec *s);
 void bank_db_retrieve_optional(void);
-/* Registers mod_bank on mod_dbd's post_connect hook (session set-up, restore after loss). */
+/* Registers mod_bank on mod_dbd's post_connect hook (each new connection described for the
+ * data layer, its session set up). */
 void bank_db_register_hooks(void);
 
 #endif

@@ -31,6 +31,8 @@ typedef enum {
     BANK_E_UNAVAILABLE
 } bank_error_id;
 
+/* The error code the request was answered with (bank_error), NULL if none. */
+const char *bank_error_code(request_rec *r);
 /* Renders an error answer (status, Content-Type, body) and returns DONE for the handler
  * to return (every helper below that may answer returns OK to go on, anything else to stop).
  * message may be NULL for the error's default sentence; errs may be NULL (one entry with the

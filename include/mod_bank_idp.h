@@ -9,8 +9,6 @@
 #include "bank_idp.h"
 #include "bank_onboard.h"
 
-/* The Location's BankBvnProvider* settings with their defaults (mod_bank_config.c). */
-void bank_conf_idp(const bank_dir_conf *c, bank_idp_conf_t *out);
 /* The provider of the request's Location; BANK_IDP_TABLE for the bvn_records table. */
 bank_idp_kind bank_idp_kind_of(request_rec *r);
 /* Asks the Location's provider about q. OK with out->verdict MATCH or MISMATCH; otherwise

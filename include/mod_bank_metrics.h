@@ -18,12 +18,8 @@ int bank_metrics_handler(request_rec *r);
 /* A handler's own outcome for the counters, when the answer's status and code do not tell it
  * (a first BVN verification from a repeat, a stored notice from a duplicate). */
 void bank_metrics_outcome(request_rec *r, bank_metric_t c);
-/* The error code bank_error answered with (read by bank_metrics_request). */
-void bank_metrics_error(request_rec *r, const char *code);
 /* After endpoint e's handler returned rc: its outcome counted, its time observed. */
 void bank_metrics_request(request_rec *r, bank_endpoint_t e, int rc);
-/* A counter that is no request's outcome (database failures). */
-void bank_metrics_count_one(bank_metric_t c);
 /* The shared block, for the core rules that count in it (sign-in's password verifications);
  * NULL when there is none. */
 bank_metrics_t *bank_metrics_block(void);

@@ -1,7 +1,8 @@
 /* The data layer's handle over apr_dbd (bank_db.h): statements by label with one retry after
  * a re-opened connection, rows read to the end and decoded by descriptor (transactions are
- * in bank_db_txn.c). Statements are prepared once per connection (mod_dbd does it for the module,
- * bank_db_prepare_all for bankctl and the tests); no SQL text is ever built from input. */
+ * in bank_db_txn.c, connections and their recovery in bank_db_conn.c). Statements are
+ * prepared once per connection (mod_dbd does it for the module, bank_db_prepare_all for
+ * bankctl and the tests); no SQL text is ever built from input. */
 #include <string.h>
 #include <strings.h>
 #include <apr_strings.h>
@@ -24,41 +25,6 @@ bank_db_t *bank_db_wrap(apr_pool_t *p, const apr_dbd_driver_t *driver, apr_dbd_t
     return db;
 }
 
-static apr_status_t close_db(void *data)
-{
-    bank_db_t *db = data;
-    apr_dbd_close(db->driver, db->handle);
-    return APR_SUCCESS;
-}
-
-bank_db_t *bank_db_open(apr_pool_t *p, const char *driver_name, const char *params,
-                        const char **err)
-{
-    const apr_dbd_driver_t *driver = NULL;
-    apr_dbd_t *handle = NULL;
-    const char *why = NULL;
-    bank_db_t *db;
-
-    apr_dbd_init(p);
-    if (apr_dbd_get_driver(p, driver_name, &driver) != APR_SUCCESS) {
-        *err = apr_psprintf(p, "apr_dbd driver %s is not available (install libaprutil1-dbd-%s)",
-                            driver_name, strcmp(driver_name, "pgsql") == 0 ? "pgsql" : "sqlite3");
-        return NULL;
-    }
-    if (apr_dbd_open_ex(driver, p, params, &handle, &why) != APR_SUCCESS || !handle) {
-        *err =
-            apr_pstrcat(p, "cannot open the database: ", bank_db_error_line(p, why), (char *)NULL);
-        return NULL;
-    }
-    db = bank_db_wrap(p, driver, handle, NULL);
-    apr_pool_cleanup_register(p, db, close_db, apr_pool_cleanup_null);
-    if (bank_db_is_pgsql(db) && bank_db_query(db, BANK_PG_SESSION_SQL) != 0) {
-        *err = apr_pstrcat(p, "cannot set up the database session: ", db->error, (char *)NULL);
-        return NULL;
-    }
-    return db;
-}
-
 const char *bank_db_prepare(bank_db_t *db, const char *label, const char *sql, int named)
 {
     apr_dbd_prepared_t *st = NULL;
@@ -68,33 +34,19 @@ const char *bank_db_prepare(bank_db_t *db, const char *label, const char *sql, i
         return bank_db_error_line(db->pool, apr_dbd_error(db->driver, db->handle, rv));
     }
     apr_hash_set(db->prepared, label, APR_HASH_KEY_STRING, st);
-    return NULL;
-}
-
-const char *bank_db_prepare_all(bank_db_t *db)
-{
-    const bank_stmt_t *st;
-    int i;
-
-    for (i = 0; (st = bank_stmt_at(i)) != NULL; i++) {
-        const char *err = bank_db_prepare(
-            db, st->label, bank_stmt_expand(db->pool, st->sql, bank_db_is_pgsql(db)), 1);
-        if (err) {
-            return apr_psprintf(db->pool, "statement %s: %s", st->label, err);
+    if (named && db->conn) { /* prepared again on a connection that is re-opened */
+        if (!db->conn->statements) {
+            db->conn->statements = apr_hash_make(db->conn->pool);
         }
+        apr_hash_set(db->conn->statements, apr_pstrdup(db->conn->pool, label), APR_HASH_KEY_STRING,
+                     apr_pstrdup(db->conn->pool, sql));
     }
     return NULL;
 }
 
-void bank_db_set_recover(bank_db_t *db, bank_db_recover_fn fn, void *baton)
-{
-    db->recover = fn;
-    db->recover_baton = baton;
-}
-
 bank_conn_state bank_db_recover(bank_db_t *db)
 {
-    bank_conn_state st = db->recover ? db->recover(db, db->recover_baton) : BANK_CONN_INTACT;
+    bank_conn_state st = db->conn ? bank_db_conn_recover(db) : BANK_CONN_INTACT;
 
     if (st == BANK_CONN_DOWN || st == BANK_CONN_RESTORED) {
         db->conn_lost = 1;
@@ -102,34 +54,28 @@ bank_conn_state bank_db_recover(bank_db_t *db)
     return st;
 }
 
-void bank_db_set_writer_lock(bank_db_t *db, apr_thread_mutex_t *lock)
-{
-    db->writer_lock = lock;
-}
-
-const apr_dbd_driver_t *bank_db_driver(const bank_db_t *db)
-{
-    return db->driver;
-}
-
-apr_dbd_t *bank_db_handle(const bank_db_t *db)
-{
-    return db->handle;
-}
-
 apr_pool_t *bank_db_pool(const bank_db_t *db)
 {
     return db->pool;
 }
 
-int bank_dbd_is_pgsql(const apr_dbd_driver_t *driver)
+int bank_db_transient(bank_db_t *db, bank_db_rc rc)
 {
-    return strcmp(apr_dbd_name(driver), "pgsql") == 0;
+    if (rc == BANK_DB_BUSY || rc == BANK_DB_NO_STMT) {
+        return 1;
+    }
+    /* a lost connection: worth retrying, and recovery leaves it whole for the next user */
+    return bank_db_conn_lost(db) || bank_db_recover(db) != BANK_CONN_INTACT;
+}
+
+const void *bank_db_where(const bank_db_t *db)
+{
+    return db->where;
 }
 
 int bank_db_is_pgsql(const bank_db_t *db)
 {
-    return bank_dbd_is_pgsql(db->driver);
+    return strcmp(apr_dbd_name(db->driver), "pgsql") == 0;
 }
 
 const char *bank_db_error(const bank_db_t *db)
@@ -205,11 +151,25 @@ int bank_db_retry(bank_db_t *db, bank_db_rc rc, int read_only)
 {
     bank_conn_state st;
 
-    if (rc != BANK_DB_ERROR || db->in_txn || !db->recover) {
+    if (rc != BANK_DB_ERROR || db->in_txn || !db->conn) {
         return 0;
     }
     st = bank_db_recover(db);
     return st == BANK_CONN_FRESH || (st == BANK_CONN_RESTORED && read_only);
+}
+
+/* A failed statement's kind and text; *again: whether to run it once more (recovery's own
+ * queries leave the statement's error text as it was). */
+static bank_db_rc failed(bank_db_t *db, int rv, int read_only, int *again)
+{
+    bank_db_rc rc = bank_db_classify(db, rv);
+    const char *why = db->error;
+
+    *again = bank_db_retry(db, rc, read_only);
+    if (!*again) {
+        db->error = why;
+    }
+    return rc;
 }
 
 static apr_dbd_prepared_t *lookup(bank_db_t *db, const char *label)
@@ -247,7 +207,12 @@ void bank_db_release(bank_db_t *db)
     }
 }
 
-int bank_db_writable(bank_db_t *db, apr_dbd_t *handle)
+int bank_db_writable(bank_db_t *db)
+{
+    return bank_db_writable_handle(db, db->handle);
+}
+
+int bank_db_writable_handle(bank_db_t *db, apr_dbd_t *handle)
 {
     int n = 0, ok, mine = bank_db_hold(db);
 
@@ -350,7 +315,8 @@ static bank_db_rc run_select(bank_db_t *db, const char *label, int nargs, const 
                              apr_dbd_results_t **res)
 {
     apr_dbd_prepared_t *st = lookup(db, label);
-    int rv;
+    bank_db_rc rc;
+    int rv, again;
 
     if (!st) {
         return BANK_DB_NO_STMT;
@@ -358,15 +324,19 @@ static bank_db_rc run_select(bank_db_t *db, const char *label, int nargs, const 
     /* random=1: the pgsql driver reports SQL errors only in that mode. */
     db->statements++;
     rv = apr_dbd_pselect(db->driver, db->pool, db->handle, res, st, 1, nargs, (const char **)args);
-    /* looked up again: recover may have replaced the connection and its statements */
-    if (rv != 0 && bank_db_retry(db, bank_db_classify(db, rv), is_select(label)) &&
-        (st = lookup(db, label)) != NULL) {
+    if (rv == 0) {
+        return BANK_DB_OK;
+    }
+    /* looked up again: recovery may have replaced the connection and its statements */
+    rc = failed(db, rv, is_select(label), &again);
+    if (again && (st = lookup(db, label)) != NULL) {
         *res = NULL;
         db->statements++;
         rv = apr_dbd_pselect(db->driver, db->pool, db->handle, res, st, 1, nargs,
                              (const char **)args);
+        rc = rv == 0 ? BANK_DB_OK : bank_db_classify(db, rv);
     }
-    return rv == 0 ? BANK_DB_OK : bank_db_classify(db, rv);
+    return rc;
 }
 
 bank_db_rc bank_db_rows(bank_db_t *db, const char *label, int nargs, const char *const *args,
@@ -407,7 +377,8 @@ bank_db_rc bank_db_exec(bank_db_t *db, const char *label, int *affected, int nar
                         const char *const *args)
 {
     apr_dbd_prepared_t *st = lookup(db, label);
-    int n = 0, rv, mine;
+    bank_db_rc rc = BANK_DB_OK;
+    int n = 0, rv, mine, again;
 
     if (!st) {
         return BANK_DB_NO_STMT;
@@ -415,10 +386,14 @@ bank_db_rc bank_db_exec(bank_db_t *db, const char *label, int *affected, int nar
     mine = bank_db_hold(db);
     db->statements++;
     rv = apr_dbd_pquery(db->driver, db->pool, db->handle, &n, st, nargs, (const char **)args);
-    if (rv != 0 && bank_db_retry(db, bank_db_classify(db, rv), 0) &&
-        (st = lookup(db, label)) != NULL) {
-        db->statements++;
-        rv = apr_dbd_pquery(db->driver, db->pool, db->handle, &n, st, nargs, (const char **)args);
+    if (rv != 0) {
+        rc = failed(db, rv, 0, &again);
+        if (again && (st = lookup(db, label)) != NULL) {
+            db->statements++;
+            rv = apr_dbd_pquery(db->driver, db->pool, db->handle, &n, st, nargs,
+                                (const char **)args);
+            rc = rv == 0 ? BANK_DB_OK : bank_db_classify(db, rv);
+        }
     }
     if (mine) {
         bank_db_release(db);
@@ -426,7 +401,7 @@ bank_db_rc bank_db_exec(bank_db_t *db, const char *label, int *affected, int nar
     if (affected) {
         *affected = n;
     }
-    return rv == 0 ? BANK_DB_OK : bank_db_classify(db, rv);
+    return rc;
 }
 
 /* ---- bookkeeping SQL ---- */

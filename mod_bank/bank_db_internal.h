@@ -1,9 +1,10 @@
-/* Inside the data layer only (bank_db.c, bank_db_txn.c): the handle's fields and the
- * helpers both files use. */
+/* Inside the data layer only (bank_db.c, bank_db_txn.c, bank_db_conn.c): the handle's fields
+ * and the helpers these files share. */
 #ifndef BANK_DB_INTERNAL_H
 #define BANK_DB_INTERNAL_H
 
 #include "bank_db.h"
+#include "bank_db_source.h"
 
 struct bank_db_s {
     const apr_dbd_driver_t *driver;
@@ -15,11 +16,12 @@ struct bank_db_s {
     int txn_failed;  /* a statement failed inside the transaction: it can only roll back */
     int txn_cleanup; /* the pool cleanup that rolls back a forgotten txn is registered */
     const char *error;
-    bank_db_recover_fn recover;
-    void *recover_baton;
+    bank_db_conn_t *conn;  /* what the source lent (NULL: a bare handle of the data layer) */
+    bank_db_source_t *src; /* where it came from */
+    bank_log_where where;  /* where the host logs what happens on it */
     int conn_lost;
     /* SQLite refused a write (SQLITE_READONLY: the file, its directory or the file system is
-     * read-only to httpd's User); the module then tries a new connection (mod_bank_db.c). */
+     * read-only to httpd's User); recovery then tries a new connection (bank_db_conn.c). */
     int read_only;
     /* SQLite in a threaded server: the process's writer lock, else NULL; holding: this
      * connection holds it. */
@@ -27,6 +29,20 @@ struct bank_db_s {
     int holding;
     int statements; /* prepared statements run (bank_db_statements) */
 };
+
+/* A handle on driver and handle (prepared: label -> statement, NULL for none yet), used
+ * through p; no source, so no recovery (the session set-up of bank_db_conn.c). */
+bank_db_t *bank_db_wrap(apr_pool_t *p, const apr_dbd_driver_t *driver, apr_dbd_t *handle,
+                        apr_hash_t *prepared);
+/* Puts a new connection and its statements in place of the handle's (not read-only). */
+void bank_db_replace(bank_db_t *db, apr_dbd_t *handle, apr_hash_t *prepared);
+/* Whether a write succeeds on a SQLite handle (bank_db_writable on another handle). */
+int bank_db_writable_handle(bank_db_t *db, apr_dbd_t *handle);
+/* What a failed statement says about db's connection, after repairing it (bank_db_conn.c). */
+bank_conn_state bank_db_conn_recover(bank_db_t *db);
+/* 1 if statements are prepared on the connection (a PostgreSQL session without any was
+ * re-opened under us). */
+int bank_db_conn_expects(const bank_db_conn_t *conn);
 
 /* A failed driver call's text kept and its kind: BANK_DB_BUSY or BANK_DB_ERROR. Inside a
  * transaction it can then only roll back. */

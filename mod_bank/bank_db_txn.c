@@ -83,7 +83,7 @@ bank_db_rc bank_db_begin(bank_db_t *db)
         rc = pg_begin(db, &fresh);
         if (bank_db_retry(db, rc, 1)) {
             rc = pg_begin(db, &fresh);
-        } else if (rc == BANK_DB_OK && fresh && db->recover) {
+        } else if (rc == BANK_DB_OK && fresh && db->conn && bank_db_conn_expects(db->conn)) {
             pg_end(db, "ROLLBACK");
             bank_db_recover(db);
             rc = pg_begin(db, &fresh);

@@ -171,3 +171,15 @@ const char *bank_metrics_prometheus(apr_pool_t *p, const bank_metrics_t *m)
     }
     return out;
 }
+
+static bank_metrics_t *shared;
+
+void bank_metrics_share(bank_metrics_t *m)
+{
+    shared = m;
+}
+
+bank_metrics_t *bank_metrics_shared(void)
+{
+    return shared;
+}

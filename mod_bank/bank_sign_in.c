@@ -3,6 +3,7 @@
 #include <apr_strings.h>
 #include "bank_customer.h"
 #include "bank_encoding.h"
+#include "bank_log.h"
 #include "bank_password.h"
 #include "bank_sign_in.h"
 #include "bank_time.h"
@@ -10,6 +11,7 @@
 
 typedef struct {
     bank_db_t *db;
+    bank_log_where where; /* the first connection's: the host's place in the log */
     apr_pool_t *pool;
     const bank_sign_in_t *in;
     bank_sign_in_result_t *out;
@@ -18,6 +20,22 @@ typedef struct {
     bank_counter_t address; /* BankSignInAddressThrottle: this IP, any e-mail */
     bank_count_t cleared;   /* what the success cleared of the e-mail's count */
 } flow_t;
+
+/* A step that failed on the database, logged where it failed; its code returned. */
+static bank_db_rc failed(flow_t *f, bank_db_rc rc, const char *step)
+{
+    bank_log(f->where, BANK_LOG_MARK, BANK_LOG_ERR, BANKLOGNO(1903) "sign-in: %s failed: %s", step,
+             f->db && bank_db_error(f->db) ? bank_db_error(f->db) : "no connection");
+    return rc;
+}
+
+/* The best-effort prune of expired throttle rows, when it failed: logged, nothing else. */
+static void prune_failed(flow_t *f)
+{
+    bank_log(f->where, BANK_LOG_MARK, BANK_LOG_WARNING,
+             BANKLOGNO(0508) "could not prune sign-in throttle rows: %s",
+             f->db && bank_db_error(f->db) ? bank_db_error(f->db) : "failed");
+}
 
 /* A verdict of a client over a limit, the same whichever check found it (so it never tells
  * a right password from a wrong one). */
@@ -77,7 +95,12 @@ static int password_ok(flow_t *f, int known)
         f->out->why = "unknown e-mail";
         return 0;
     }
-    f->out->malformed_hash = j.rc == BANK_PW_MALFORMED;
+    if (j.rc == BANK_PW_MALFORMED) {
+        bank_log(f->where, BANK_LOG_MARK, BANK_LOG_WARNING,
+                 BANKLOGNO(0504) "customer %s: stored password hash is in no format mod_bank "
+                                 "reads (scrypt or bcrypt)",
+                 f->out->customer.id);
+    }
     f->out->why = "wrong password";
     return j.rc == BANK_PW_MATCH;
 }
@@ -91,15 +114,15 @@ static bank_db_rc refuse(flow_t *f)
     bank_count_t n;
     bank_db_rc rc;
 
-    f->out->failed_at = "sign-in failure count";
     if ((rc = bank_counter_fail(f->db, &f->email, &n)) != BANK_DB_OK) {
-        return rc;
+        return failed(f, rc, "sign-in failure count");
     }
-    f->out->failed_at = "throttle count";
     if ((rc = bank_counter_fail(f->db, &f->address, &f->out->address)) != BANK_DB_OK) {
-        return rc;
+        return failed(f, rc, "throttle count");
     }
-    f->out->prune_failed = n.prune_failed || f->out->address.prune_failed;
+    if (n.prune_failed || f->out->address.prune_failed) {
+        prune_failed(f);
+    }
     if (f->out->address.over) {
         return over(f, BANK_SIGN_IN_ADDRESS, &f->address, &f->out->address);
     }
@@ -166,6 +189,7 @@ bank_db_rc bank_sign_in(bank_db_t *db, const bank_sign_in_t *in, bank_sign_in_re
     memset(out, 0, sizeof(*out));
     memset(&f, 0, sizeof(f));
     f.db = db;
+    f.where = bank_db_where(db);
     out->db = db;
     f.pool = bank_db_pool(db);
     f.in = in;
@@ -174,19 +198,18 @@ bank_db_rc bank_sign_in(bank_db_t *db, const bank_sign_in_t *in, bank_sign_in_re
     counters(&f);
 
     /* Before any password work: a throttled client costs no hashing, and is not counted. */
-    out->failed_at = "sign-in throttle lookup";
     if ((rc = bank_counter_check(db, &f.email, &n)) != BANK_DB_OK || n.over) {
-        return rc != BANK_DB_OK ? rc : over(&f, BANK_SIGN_IN_THROTTLED, &f.email, &n);
+        return rc != BANK_DB_OK ? failed(&f, rc, "sign-in throttle lookup")
+                                : over(&f, BANK_SIGN_IN_THROTTLED, &f.email, &n);
     }
-    out->failed_at = "throttle lookup";
     if ((rc = bank_counter_check(db, &f.address, &out->address)) != BANK_DB_OK ||
         out->address.over) {
-        return rc != BANK_DB_OK ? rc : over(&f, BANK_SIGN_IN_ADDRESS, &f.address, &out->address);
+        return rc != BANK_DB_OK ? failed(&f, rc, "throttle lookup")
+                                : over(&f, BANK_SIGN_IN_ADDRESS, &f.address, &out->address);
     }
-    out->failed_at = "customer lookup";
     rc = bank_store_customer_by_email(db, in->email, &out->customer);
     if (rc != BANK_DB_OK && rc != BANK_DB_NOT_FOUND) {
-        return rc;
+        return failed(&f, rc, "customer lookup");
     }
     if (in->take) {
         in->give_back(in->db_baton);
@@ -195,19 +218,16 @@ bank_db_rc bank_sign_in(bank_db_t *db, const bank_sign_in_t *in, bank_sign_in_re
     ok = password_ok(&f, rc == BANK_DB_OK);
     if (ok == -1) {
         out->verdict = BANK_SIGN_IN_BUSY;
-        out->failed_at = NULL;
         return BANK_DB_OK;
     }
     if (in->take && !(f.db = db = out->db = in->take(in->db_baton))) {
-        out->failed_at = "connection after the password check";
-        return BANK_DB_ERROR;
+        return failed(&f, BANK_DB_ERROR, "connection after the password check");
     }
     if (ok == 0) {
         return refuse(&f);
     }
-    out->failed_at = "sign-in";
     if ((rc = bank_db_transaction(db, issue, &f)) != BANK_DB_OK) {
-        return rc;
+        return failed(&f, rc, "issuing the token");
     }
     if (f.cleared.over || out->address.over) {
         out->token = out->expires = NULL;
@@ -215,9 +235,10 @@ bank_db_rc bank_sign_in(bank_db_t *db, const bank_sign_in_t *in, bank_sign_in_re
                               : over(&f, BANK_SIGN_IN_ADDRESS, &f.address, &out->address);
     }
     out->failures = f.cleared.failures;
-    out->prune_failed = bank_counter_prune(db, &f.email) != BANK_DB_OK;
+    if (bank_counter_prune(db, &f.email) != BANK_DB_OK) {
+        prune_failed(&f);
+    }
     bank_token_decode(f.pool, out->token, &out->token_id, &secret);
     out->verdict = BANK_SIGN_IN_OK;
-    out->failed_at = NULL;
     return BANK_DB_OK;
 }

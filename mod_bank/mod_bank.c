@@ -13,6 +13,7 @@
 #include "bank_digest.h"
 #include "mod_bank_config.h"
 #include "mod_bank_http.h"
+#include "mod_bank_log.h"
 #include "mod_bank_db.h"
 #include "mod_bank_banks.h"
 #include "mod_bank_bvn.h"
@@ -182,6 +183,7 @@ static void bank_register_hooks(apr_pool_t *p)
     /* before mod_dbd's post_config, which hands the prepared statements to its pools */
     static const char *const before_dbd[] = {"mod_dbd.c", NULL};
     (void)p;
+    mod_bank_log_install();
     ap_hook_optional_fn_retrieve(bank_optional_fn_retrieve, NULL, NULL, APR_HOOK_MIDDLE);
     bank_db_register_hooks();
     bank_metrics_register_hooks();

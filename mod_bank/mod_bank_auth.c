@@ -10,11 +10,10 @@
 #include "mod_bank_db.h"
 #include "bank_store.h"
 #include "bank_token.h"
+#include "bank_token_cache.h"
 #include "bank_time.h"
 #include "bank_limits.h"
 #include "mod_bank_config.h"
-#include <apr_hash.h>
-#include <apr_thread_mutex.h>
 
 APLOG_USE_MODULE(bank);
 
@@ -22,115 +21,36 @@ APLOG_USE_MODULE(bank);
 #define BANK_TOUCH_INTERVAL apr_time_from_sec(60)
 
 /* ---- verified tokens, per process (docs/configuration.md, BankTokenCacheSeconds) ----
- * A token row read from the database is kept for BankTokenCacheSeconds: requests with the
- * same token within that time are verified against it (the same hash comparison, expiry and
- * ability checks) without a database round trip. A revoked token therefore still works for
- * at most that long on a process that read it before. The whole table is dropped every
- * CACHE_FLUSH (every entry is older than any delay allowed by then) or when it holds
- * CACHE_MAX tokens, so its memory stays bounded. Unknown tokens are never kept. */
-#define CACHE_FLUSH apr_time_from_sec(BANK_TOKEN_CACHE_MAX)
+ * A token row read from the database is kept for BankTokenCacheSeconds (bank_token_cache.c):
+ * requests with the same token within that time are verified against it (the same hash
+ * comparison, expiry and ability checks) without a database round trip. A token revoked by
+ * another process therefore still works for at most that long on a process that read it
+ * before; sign-out here drops it at once. Scoped by server: each may have its own database. */
 #define CACHE_MAX 10000
 
-typedef struct {
-    bank_token_row_t row;
-    apr_time_t fetched;
-} cached_token;
-
-static struct {
-    apr_thread_mutex_t *lock;
-    apr_pool_t *parent, *pool; /* pool: this generation's entries */
-    apr_hash_t *tokens;        /* "server pointer/id" -> cached_token */
-    apr_time_t born;
-} tc;
+static bank_token_cache_t *tokens;
 
 void bank_auth_child_init(apr_pool_t *pchild, server_rec *s)
 {
-    tc.parent = pchild;
-    if (apr_thread_mutex_create(&tc.lock, APR_THREAD_MUTEX_DEFAULT, pchild) != APR_SUCCESS ||
-        apr_pool_create(&tc.pool, pchild) != APR_SUCCESS) {
-        tc.lock = NULL;
-        ap_log_error(APLOG_MARK, APLOG_ERR, 0, s,
-                     BANKLOGNO(0303) "token cache disabled: no mutex or pool");
-        return;
+    const char *err = NULL;
+
+    if (!(tokens = bank_token_cache_create(pchild, CACHE_MAX,
+                                           apr_time_from_sec(BANK_TOKEN_CACHE_MAX), &err))) {
+        ap_log_error(APLOG_MARK, APLOG_ERR, 0, s, BANKLOGNO(0303) "token cache disabled: %s", err);
     }
-    tc.tokens = apr_hash_make(tc.pool);
-    tc.born = apr_time_now();
-}
-
-static const char *cache_key(request_rec *r, const char *id)
-{
-    return apr_psprintf(r->pool, "%pp/%s", (void *)r->server, id);
-}
-
-/* The cached row of this token id if it was read within max_age; copied into r's pool. */
-static int cache_get(request_rec *r, const char *id, apr_time_t max_age, bank_token_row_t *row)
-{
-    const char *key = cache_key(r, id);
-    const cached_token *e;
-    int hit = 0;
-
-    apr_thread_mutex_lock(tc.lock);
-    e = apr_hash_get(tc.tokens, key, APR_HASH_KEY_STRING);
-    if (e && apr_time_now() - e->fetched < max_age) {
-        row->customer_id = apr_pstrdup(r->pool, e->row.customer_id);
-        row->hash = apr_pstrdup(r->pool, e->row.hash);
-        row->abilities = apr_pstrdup(r->pool, e->row.abilities);
-        row->expires_at = apr_pstrdup(r->pool, e->row.expires_at);
-        row->last_used_at = apr_pstrdup(r->pool, e->row.last_used_at);
-        hit = 1;
-    }
-    apr_thread_mutex_unlock(tc.lock);
-    return hit;
-}
-
-static void cache_put(request_rec *r, const char *id, const bank_token_row_t *row,
-                      apr_time_t fetched)
-{
-    cached_token *e;
-    apr_time_t now = apr_time_now();
-
-    apr_thread_mutex_lock(tc.lock);
-    if (now - tc.born >= CACHE_FLUSH || apr_hash_count(tc.tokens) >= CACHE_MAX) {
-        apr_pool_clear(tc.pool);
-        tc.tokens = apr_hash_make(tc.pool);
-        tc.born = now;
-    }
-    e = apr_pcalloc(tc.pool, sizeof(*e));
-    e->row.customer_id = apr_pstrdup(tc.pool, row->customer_id);
-    e->row.hash = apr_pstrdup(tc.pool, row->hash);
-    e->row.abilities = apr_pstrdup(tc.pool, row->abilities);
-    e->row.expires_at = apr_pstrdup(tc.pool, row->expires_at);
-    e->row.last_used_at = apr_pstrdup(tc.pool, row->last_used_at);
-    e->fetched = fetched;
-    apr_hash_set(tc.tokens, apr_pstrdup(tc.pool, cache_key(r, id)), APR_HASH_KEY_STRING, e);
-    apr_thread_mutex_unlock(tc.lock);
-}
-
-/* After a cached token's use was recorded: the entry says so too (no second write). */
-static void cache_touched(request_rec *r, const char *id, const char *last_used)
-{
-    cached_token *e;
-
-    apr_thread_mutex_lock(tc.lock);
-    e = apr_hash_get(tc.tokens, cache_key(r, id), APR_HASH_KEY_STRING);
-    if (e) {
-        e->row.last_used_at = apr_pstrdup(tc.pool, last_used);
-    }
-    apr_thread_mutex_unlock(tc.lock);
 }
 
 void bank_auth_forget(request_rec *r, const char *id)
 {
-    if (tc.lock) {
-        apr_thread_mutex_lock(tc.lock);
-        apr_hash_set(tc.tokens, cache_key(r, id), APR_HASH_KEY_STRING, NULL);
-        apr_thread_mutex_unlock(tc.lock);
+    (void)r;
+    if (tokens) {
+        bank_token_cache_invalidate(tokens, id);
     }
 }
 
 static apr_time_t cache_max_age(request_rec *r)
 {
-    return tc.lock ? apr_time_from_sec(bank_conf_token_cache(bank_conf(r))) : 0;
+    return tokens ? apr_time_from_sec(bank_conf_token_cache(bank_conf(r))) : 0;
 }
 
 const char *bank_bearer(request_rec *r)
@@ -213,14 +133,15 @@ static int from_cache(request_rec *r, const char *ability, bank_principal_t **ou
     bank_token_row_t row;
 
     if (max_age <= 0 || bank_token_decode(r->pool, bank_bearer(r), &id, &secret) != 0 ||
-        !cache_get(r, id, max_age, &row) || !bank_token_verify(r->pool, secret, row.hash)) {
+        !bank_token_cache_get(tokens, r->pool, r->server, id, max_age, &row) ||
+        !bank_token_verify(r->pool, secret, row.hash)) {
         return 0;
     }
     if ((*rc = check_row(r, id, secret, &row, 1, ability, out)) == OK) {
         const char *seen = row.last_used_at;
         touch(r, NULL, id, &row);
         if (row.last_used_at != seen) {
-            cache_touched(r, id, row.last_used_at);
+            bank_token_cache_touched(tokens, r->server, id, row.last_used_at);
         }
     }
     return 1;
@@ -230,6 +151,7 @@ int bank_authenticate(request_rec *r, bank_db_t *db, const char *ability, bank_p
 {
     const char *plain = bank_bearer(r), *id, *secret;
     apr_time_t fetched = apr_time_now();
+    apr_uint64_t epoch = tokens ? bank_token_cache_epoch(tokens) : 0;
     bank_token_row_t row;
     bank_db_rc rc;
     int status;
@@ -252,7 +174,7 @@ int bank_authenticate(request_rec *r, bank_db_t *db, const char *ability, bank_p
     }
     touch(r, db, id, &row);
     if (cache_max_age(r) > 0) {
-        cache_put(r, id, &row, fetched);
+        bank_token_cache_put(tokens, r->server, id, &row, fetched, epoch);
     }
     return OK;
 }

@@ -91,7 +91,7 @@ static int record_refused(request_rec *r, const bank_onboard_t *st)
 static int throttled(request_rec *r, const bank_onboard_t *st)
 {
     ap_log_rerror(APLOG_MARK, APLOG_NOTICE, 0, r,
-                  BANKLOGNO(0901) "%s throttled (%s %s): failure %" APR_INT64_T_FMT
+                  BANKLOGNO(1901) "%s throttled (%s %s): failure %" APR_INT64_T_FMT
                                   " in the window, limit %d per %" APR_INT64_T_FMT "s",
                   "BVN", "bvn", st->customer_id, st->count.failures, st->attempts, st->window);
     return bank_error_throttled(r, st->attempts, st->count.retry_after, "BVN");

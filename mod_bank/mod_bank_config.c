@@ -14,7 +14,6 @@
 #include "bank_nuban.h"
 #include "bank_validate.h"
 #include "bank_idp.h"
-#include "mod_bank_idp.h"
 #include "mod_bank_identity.h"
 
 APLOG_USE_MODULE(bank);

@@ -1,17 +1,18 @@
-/* Database access through mod_dbd: statements prepared at config time, a pooled connection
- * per request, and failures mapped to 503 (unreachable, busy) or 500. */
-#include <stdlib.h>
+/* Database access through mod_dbd: statements prepared at config time, mod_dbd's pool as the
+ * data layer's connection source (bank_db_source.h), and failures mapped to 503
+ * (unreachable, busy) or 500. */
 #include <string.h>
 #include <strings.h>
-#include <unistd.h>
 #include <apr_strings.h>
 #include <apr_optional.h>
 #include <http_protocol.h>
 #include <http_request.h>
 #include "mod_bank.h"
 #include "mod_bank_db.h"
+#include "bank_db_source.h"
+#include "mod_bank_log.h"
 #include "bank_sql.h"
-#include "mod_bank_metrics.h"
+#include "bank_metrics.h"
 #include <mod_dbd.h>
 
 APLOG_USE_MODULE(bank);
@@ -21,7 +22,7 @@ static APR_OPTIONAL_FN_TYPE(ap_dbd_acquire) *dbd_acquire = NULL;
 static APR_OPTIONAL_FN_TYPE(ap_dbd_open) *dbd_open = NULL;
 static APR_OPTIONAL_FN_TYPE(ap_dbd_close) *dbd_close = NULL;
 
-/* One per process (created before the fork): SQLite writers of a process take turns (sql.c). */
+/* One per process (created before the fork): SQLite writers of a process take turns (bank_db.c). */
 static apr_thread_mutex_t *sqlite_writer = NULL;
 
 void bank_db_retrieve_optional(void)
@@ -135,181 +136,47 @@ int bank_db_post_config(apr_pool_t *pconf, apr_pool_t *plog, apr_pool_t *ptemp, 
     return OK;
 }
 
-/* ---- connections lost or re-opened under mod_dbd ----
- * apr_dbd_pgsql's check_conn (mod_dbd calls it on every acquire, mod_bank after a failure)
- * answers a closed connection with PQreset: a new session, without the statements mod_dbd
- * prepared or its DBDInitSQL, which mod_dbd then keeps pooling as healthy. Every statement on
- * it fails ("prepared statement ... does not exist") until the process ends. So mod_bank
- * remembers each connection's mod_dbd configuration when mod_dbd opens it, and after a
- * failed statement restores a session it finds empty, the way mod_dbd built it. */
-#define BANK_DBD_CFG_KEY "mod_bank:dbd_cfg"
+/* ---- mod_dbd's pool as the data layer's connection source (bank_db_source.h) ----
+ * mod_dbd opens each connection and runs its post_connect hooks; mod_bank then describes it
+ * for the data layer (params, DBDInitSQL, every statement of its configuration, other
+ * modules' too) once, in the connection's own pool, and the data layer sets up its session
+ * and recovers it. */
+#define BANK_DBD_CONN_KEY "mod_bank:conn"
 
-/* What recover needs beside the handle: the request (for its log) and mod_dbd's record. */
-typedef struct {
-    request_rec *r;
-    ap_dbd_t *dbd;
-} bank_dbd_conn;
-
-/* The driver's last error, first line only (PostgreSQL's DETAIL lines quote values). */
-static const char *last_error(apr_pool_t *p, const apr_dbd_driver_t *driver, apr_dbd_t *handle)
+/* The data layer's record of a mod_dbd connection (made by the post_connect hook). */
+static bank_db_conn_t *conn_of(ap_dbd_t *dbd)
 {
-    return bank_db_error_line(p, apr_dbd_error(driver, handle, 0));
+    bank_db_conn_t *conn = NULL;
+
+    apr_pool_userdata_get((void **)&conn, BANK_DBD_CONN_KEY, dbd->pool);
+    if (conn) {
+        conn->handle = dbd->handle;
+        conn->prepared = dbd->prepared;
+    }
+    return conn;
 }
 
-/* ---- SQLite connections opened read-only ----
- * SQLite opens a database file that httpd's User cannot write read-only, without an error,
- * and such a connection stays read-only after the file is writable again: every write on it
- * fails (SQLITE_READONLY) for as long as mod_dbd pools it, and mod_dbd's check cannot tell.
- * So a connection that may be one is marked, and mod_bank replaces it (same DBDParams,
- * DBDInitSQL and statements) once a write succeeds on a new one. */
-#define BANK_SQLITE_RO_KEY "mod_bank:sqlite_ro"
-
-/* The connection's mark (allocated with it). */
-static int *sqlite_ro_mark(ap_dbd_t *dbd)
-{
-    int *mark = NULL;
-
-    apr_pool_userdata_get((void **)&mark, BANK_SQLITE_RO_KEY, dbd->pool);
-    if (!mark) {
-        mark = apr_pcalloc(dbd->pool, sizeof(*mark));
-        apr_pool_userdata_setn(mark, BANK_SQLITE_RO_KEY, NULL, dbd->pool);
-    }
-    return mark;
-}
-
-/* Prepares every statement of a connection's configuration (other modules' too) on handle,
- * under its label, into a new *prepared. NULL, or the label that failed. */
-static const char *prepare_all(apr_pool_t *pool, dbd_cfg_t *cfg, const apr_dbd_driver_t *driver,
-                               apr_dbd_t *handle, apr_hash_t **prepared)
-{
-    apr_hash_index_t *hi;
-
-    *prepared = apr_hash_make(pool);
-    for (hi = apr_hash_first(pool, cfg->queries); hi; hi = apr_hash_next(hi)) {
-        const void *label;
-        void *query;
-        apr_dbd_prepared_t *st = NULL;
-
-        apr_hash_this(hi, &label, NULL, &query);
-        if (*(const char *)query && apr_dbd_prepare(driver, pool, handle, query, label, &st) != 0) {
-            return label;
-        }
-        if (st) {
-            apr_hash_set(*prepared, label, APR_HASH_KEY_STRING, st);
-        }
-    }
-    return NULL;
-}
-
-/* What mod_bank needs in every session, set on each new connection. On SQLite the foreign
- * keys are enforced (each SQLite connection starts with them off) and read back, so the log
- * shows what the session really has. Setting that flag expires every statement already
- * prepared on the connection, and apr_dbd's SQLite driver then fails them: a caller whose
- * statements were prepared before (mod_dbd prepares before its post_connect hooks) passes
- * cfg and *prepared to have them prepared again. */
-static void session_setup(apr_pool_t *pool, server_rec *s, const apr_dbd_driver_t *driver,
-                          apr_dbd_t *handle, dbd_cfg_t *cfg, apr_hash_t **prepared)
-{
-    bank_db_t *db = bank_db_wrap(pool, driver, handle, NULL);
-    const char *on = NULL, *cache = NULL, *label;
-
-    if (bank_dbd_is_pgsql(driver)) {
-        if (bank_db_query(db, BANK_PG_SESSION_SQL) != 0) {
-            ap_log_error(APLOG_MARK, APLOG_ERR, 0, s,
-                         BANKLOGNO(0801) "cannot set up the database session: %s",
-                         last_error(pool, driver, handle));
-        }
-        return;
-    }
-    if (bank_db_query(db, BANK_SQLITE_SESSION_SQL) == 0) {
-        bank_db_query_value(db, "PRAGMA foreign_keys", &on);
-    }
-    /* A bounded page cache (BANK_SQLITE_CACHE_KIB); SQLite reads a negative size as KiB. */
-    if (bank_db_query(db, apr_psprintf(pool, "PRAGMA cache_size = -%d", BANK_SQLITE_CACHE_KIB)) ==
-        0) {
-        bank_db_query_value(db, "PRAGMA cache_size", &cache);
-    }
-    if (!on || strcmp(on, "1") != 0) {
-        ap_log_error(APLOG_MARK, APLOG_ERR, 0, s,
-                     BANKLOGNO(0812) "SQLite connection: cannot turn foreign keys on: %s",
-                     last_error(pool, driver, handle));
-    } else {
-        ap_log_error(APLOG_MARK, APLOG_DEBUG, 0, s,
-                     BANKLOGNO(0813) "SQLite connection: foreign_keys=%s cache_size=%s", on,
-                     cache ? cache : "(unknown)");
-    }
-    if (prepared && (label = prepare_all(pool, cfg, driver, handle, prepared)) != NULL) {
-        ap_log_error(APLOG_MARK, APLOG_ERR, 0, s,
-                     BANKLOGNO(0814) "cannot prepare %s again on a new SQLite connection: %s",
-                     label, last_error(pool, driver, handle));
-    }
-}
-
-/* Opens the connection again as mod_dbd opened it and, if the new one can write, puts it in
- * place of the old one (in mod_dbd's record too, so the pool keeps the new one), then closes
- * the old one. 0 if replaced; -1 (the old one kept) if not. Never inside a transaction. */
-static int sqlite_reopen(request_rec *r, bank_db_t *db, ap_dbd_t *dbd)
-{
-    dbd_cfg_t *cfg = NULL;
-    apr_dbd_t *handle = NULL, *old = dbd->handle;
-    apr_hash_t *prepared;
-    const char *err = NULL, *label;
-    int i, n = 0;
-
-    apr_pool_userdata_get((void **)&cfg, BANK_DBD_CFG_KEY, dbd->pool);
-    if (!cfg || bank_db_in_txn(db)) {
-        ap_log_rerror(APLOG_MARK, APLOG_DEBUG, 0, r,
-                      BANKLOGNO(0811) "SQLite connection not replaced: %s",
-                      cfg ? "inside a transaction" : "mod_dbd did not report how it opened it");
-        return -1;
-    }
-    if (apr_dbd_open_ex(dbd->driver, dbd->pool, cfg->params, &handle, &err) != APR_SUCCESS) {
-        ap_log_rerror(APLOG_MARK, APLOG_DEBUG, 0, r,
-                      BANKLOGNO(0809) "cannot open a new SQLite connection: %s",
-                      err ? err : "no reason given");
-        return -1;
-    }
-    for (i = 0; i < cfg->init_queries->nelts; i++) {
-        apr_dbd_query(dbd->driver, handle, &n, APR_ARRAY_IDX(cfg->init_queries, i, const char *));
-    }
-    session_setup(r->pool, r->server, dbd->driver, handle, cfg, NULL);
-    if (!bank_db_writable(db, handle)) {
-        ap_log_rerror(APLOG_MARK, APLOG_DEBUG, 0, r,
-                      BANKLOGNO(0810) "a new SQLite connection cannot write either: %s",
-                      last_error(r->pool, dbd->driver, handle));
-        apr_dbd_close(dbd->driver, handle);
-        return -1;
-    }
-    if ((label = prepare_all(dbd->pool, cfg, dbd->driver, handle, &prepared)) != NULL) {
-        ap_log_rerror(APLOG_MARK, APLOG_ERR, 0, r,
-                      BANKLOGNO(0807) "cannot prepare %s on a new SQLite connection: %s", label,
-                      last_error(r->pool, dbd->driver, handle));
-        apr_dbd_close(dbd->driver, handle);
-        return -1;
-    }
-    dbd->handle = handle;
-    dbd->prepared = prepared;
-    bank_db_replace(db, handle, prepared);
-    apr_dbd_close(dbd->driver, old);
-    *sqlite_ro_mark(dbd) = 0;
-    ap_log_rerror(APLOG_MARK, APLOG_WARNING, 0, r,
-                  BANKLOGNO(0808) "SQLite connection opened while the database was read-only "
-                                  "replaced by a new one that can write");
-    return 0;
-}
-
-/* mod_dbd's post_connect hook, first: remember the configuration and set up the session.
+/* mod_dbd's post_connect hook, first: describe the connection and set up the session.
  * First, because mod_dbd's own post_connect runs DBDInitSQL and stops at the first
  * statement that returns a row, such as SQLite's "PRAGMA busy_timeout = 2000": any
- * DBDInitSQL after that one never runs, and neither does a later hook. */
+ * DBDInitSQL after that one never runs, and neither does a later hook. mod_dbd prepared its
+ * statements before, and SQLite's session expires them: prepared again. */
 static apr_status_t bank_db_post_connect(apr_pool_t *pool, dbd_cfg_t *cfg, ap_dbd_t *rec)
 {
-    apr_pool_userdata_setn(cfg, BANK_DBD_CFG_KEY, NULL, rec->pool);
-    /* A file httpd's User cannot write now is opened read-only, for good (see above). */
-    if (!bank_dbd_is_pgsql(rec->driver) && access(cfg->params, W_OK) != 0) {
-        *sqlite_ro_mark(rec) = 1;
-    }
-    session_setup(pool, cfg->server, rec->driver, rec->handle, cfg, &rec->prepared);
+    bank_db_conn_t *conn = apr_pcalloc(rec->pool, sizeof(*conn));
+    mod_bank_where_t w = {NULL, cfg->server};
+
+    conn->driver = rec->driver;
+    conn->handle = rec->handle;
+    conn->prepared = rec->prepared;
+    conn->pool = rec->pool;
+    conn->params = cfg->params;
+    conn->init_sql = cfg->init_queries;
+    conn->statements = cfg->queries;
+    conn->source_data = rec;
+    apr_pool_userdata_setn(conn, BANK_DBD_CONN_KEY, NULL, rec->pool);
+    bank_db_conn_setup(conn, pool, &w, 1);
+    rec->prepared = conn->prepared;
     return OK;
 }
 
@@ -317,8 +184,11 @@ static apr_status_t bank_db_post_connect(apr_pool_t *pool, dbd_cfg_t *cfg, ap_db
  * DBDInitSQL (when that ran to its end), so they win over an operator's. */
 static apr_status_t bank_db_post_connect_last(apr_pool_t *pool, dbd_cfg_t *cfg, ap_dbd_t *rec)
 {
-    if (bank_dbd_is_pgsql(rec->driver)) {
-        session_setup(pool, cfg->server, rec->driver, rec->handle, cfg, NULL);
+    bank_db_conn_t *conn = conn_of(rec);
+    mod_bank_where_t w = {NULL, cfg->server};
+
+    if (conn && bank_db_conn_is_pgsql(conn)) {
+        bank_db_conn_setup(conn, pool, &w, 0);
     }
     return OK;
 }
@@ -329,154 +199,43 @@ void bank_db_register_hooks(void)
     APR_OPTIONAL_HOOK(dbd, post_connect, bank_db_post_connect_last, NULL, NULL, APR_HOOK_LAST);
 }
 
-/* Prepared statements in the session: -1 if it cannot be asked (connection lost). */
-static int pg_statement_count(bank_db_t *db)
+/* A connection the data layer re-opened: mod_dbd pools the new one from now on. */
+static void dbd_replaced(bank_db_source_t *src, bank_db_conn_t *conn)
 {
-    const char *v = NULL;
+    ap_dbd_t *dbd = conn->source_data;
+    (void)src;
 
-    if (bank_db_query_value(db, "SELECT count(*) FROM pg_prepared_statements", &v) != 0) {
-        return -1;
-    }
-    return v ? atoi(v) : -1;
+    dbd->handle = conn->handle;
+    dbd->prepared = conn->prepared;
 }
 
-/* Rebuilds an empty session as mod_dbd's constructor did: DBDInitSQL, mod_bank's session
- * settings, then every statement of the connection's configuration (other modules' too)
- * under its label. The apr_dbd_prepared_t records mod_dbd holds name those labels, so they
- * work again. */
-static int pg_restore(request_rec *r, bank_db_t *db, ap_dbd_t *dbd)
+static bank_db_conn_t *no_conn_record(const char **err)
 {
-    dbd_cfg_t *cfg = NULL;
-    apr_hash_index_t *hi;
-    apr_pool_t *p = bank_db_pool(db);
-    int i, count = 0;
-
-    apr_pool_userdata_get((void **)&cfg, BANK_DBD_CFG_KEY, dbd->pool);
-    if (!cfg) {
-        ap_log_rerror(APLOG_MARK, APLOG_ERR, 0, r,
-                      BANKLOGNO(0802) "cannot restore the database session: mod_dbd did not "
-                                      "report how it opened this connection");
-        return -1;
-    }
-    for (i = 0; i < cfg->init_queries->nelts; i++) {
-        const char *q = APR_ARRAY_IDX(cfg->init_queries, i, const char *);
-        if (bank_db_query(db, q) != 0) {
-            ap_log_rerror(APLOG_MARK, APLOG_WARNING, 0, r,
-                          BANKLOGNO(0803) "DBDInitSQL failed on the re-opened connection: %s",
-                          bank_db_error(db));
-        }
-    }
-    if (bank_db_query(db, BANK_PG_SESSION_SQL) != 0) {
-        ap_log_rerror(APLOG_MARK, APLOG_WARNING, 0, r,
-                      BANKLOGNO(0804) "cannot set up the re-opened database session: %s",
-                      bank_db_error(db));
-    }
-    /* A private iterator: the configuration is shared by every thread. */
-    for (hi = apr_hash_first(p, cfg->queries); hi; hi = apr_hash_next(hi)) {
-        const void *label;
-        void *query;
-        apr_dbd_prepared_t *st = NULL;
-
-        apr_hash_this(hi, &label, NULL, &query);
-        if (!*(const char *)query) {
-            continue;
-        }
-        if (apr_dbd_prepare(bank_db_driver(db), p, bank_db_handle(db), query, label, &st) != 0) {
-            ap_log_rerror(APLOG_MARK, APLOG_ERR, 0, r,
-                          BANKLOGNO(0805) "cannot prepare %s again on the re-opened database "
-                                          "connection: %s",
-                          (const char *)label,
-                          last_error(p, bank_db_driver(db), bank_db_handle(db)));
-            return -1;
-        }
-        count++;
-    }
-    ap_log_rerror(APLOG_MARK, APLOG_WARNING, 0, r,
-                  BANKLOGNO(0806) "database connection was re-opened (server restarted or "
-                                  "connection lost): session restored, %d statements prepared",
-                  count);
-    return 0;
-}
-
-/* The recover function of mod_dbd connections (see bank_db_set_recover). */
-static bank_conn_state recover(bank_db_t *db, void *baton)
-{
-    bank_dbd_conn *c = baton;
-    bank_conn_state st = BANK_CONN_FRESH;
-    int n;
-
-    if (!bank_db_is_pgsql(db)) {
-        /* A refused write: a new connection if the database can be written now (FRESH, so
-         * the statement, which wrote nothing, runs again), else 503 (DOWN). */
-        if (bank_db_read_only(db)) {
-            *sqlite_ro_mark(c->dbd) = 1;
-            return sqlite_reopen(c->r, db, c->dbd) == 0 ? BANK_CONN_FRESH : BANK_CONN_DOWN;
-        }
-        /* SQLite has no session to lose; a handle that fails the check is unusable. */
-        return apr_dbd_check_conn(bank_db_driver(db), bank_db_pool(db), bank_db_handle(db)) ==
-                       APR_SUCCESS
-                   ? BANK_CONN_INTACT
-                   : BANK_CONN_DOWN;
-    }
-    if ((n = pg_statement_count(db)) > 0) {
-        return BANK_CONN_INTACT;
-    }
-    if (n < 0) {
-        /* Lost: PQreset re-opens it, if the server is back. */
-        if (apr_dbd_check_conn(bank_db_driver(db), bank_db_pool(db), bank_db_handle(db)) !=
-                APR_SUCCESS ||
-            (n = pg_statement_count(db)) < 0) {
-            return BANK_CONN_DOWN;
-        }
-        if (n > 0) {
-            return BANK_CONN_INTACT;
-        }
-        st = BANK_CONN_RESTORED;
-    }
-    return pg_restore(c->r, db, c->dbd) != 0 ? BANK_CONN_DOWN : st;
-}
-
-/* mod_bank's handle on a connection mod_dbd gave this request. Allocated in the request's pool,
- * so what the core reads through it outlives a lease given back. */
-static bank_db_t *wrap(request_rec *r, ap_dbd_t *dbd)
-{
-    bank_dbd_conn *c = apr_pcalloc(r->pool, sizeof(*c));
-    bank_db_t *db;
-
-    c->r = r;
-    c->dbd = dbd;
-    db = bank_db_wrap(r->pool, dbd->driver, dbd->handle, dbd->prepared);
-    bank_db_set_recover(db, recover, c);
-    if (!bank_dbd_is_pgsql(dbd->driver)) {
-        bank_db_set_writer_lock(db, sqlite_writer);
-        /* marked read-only, and the file looks writable again: replace it before use */
-        if (*sqlite_ro_mark(dbd)) {
-            dbd_cfg_t *cfg = NULL;
-            apr_pool_userdata_get((void **)&cfg, BANK_DBD_CFG_KEY, dbd->pool);
-            if (cfg && access(cfg->params, W_OK) == 0) {
-                sqlite_reopen(r, db, dbd);
-            }
-        }
-    }
-    return db;
-}
-
-static bank_db_t *no_connection(request_rec *r)
-{
-    ap_log_rerror(APLOG_MARK, APLOG_ERR, 0, r,
-                  BANKLOGNO(0202) "no database connection (see mod_dbd's messages above)");
+    *err = "mod_dbd did not report how it opened this connection (mod_bank's post_connect "
+           "hook did not run)";
     return NULL;
 }
 
-bank_db_t *bank_db(request_rec *r)
+/* The request's connection (ap_dbd_acquire: mod_dbd gives it back when the request ends). */
+static bank_db_conn_t *request_acquire(bank_db_source_t *src, apr_pool_t *p, const char **err)
 {
-    ap_dbd_t *dbd = dbd_acquire ? dbd_acquire(r) : NULL;
+    ap_dbd_t *dbd = dbd_acquire ? dbd_acquire(src->data) : NULL;
+    bank_db_conn_t *conn;
+    (void)p;
 
-    return dbd ? wrap(r, dbd) : no_connection(r);
+    if (!dbd) {
+        *err = "no database connection (see mod_dbd's messages above)";
+        return NULL;
+    }
+    return (conn = conn_of(dbd)) != NULL ? conn : no_conn_record(err);
 }
 
+static const bank_db_source_ops request_ops = {request_acquire, NULL, dbd_replaced};
+
+/* A connection for part of a request (ap_dbd_open; ap_dbd_close when its lease pool goes). */
 typedef struct {
-    server_rec *s;
+    request_rec *r;
+    apr_pool_t *lease;
     ap_dbd_t *dbd;
 } lease_t;
 
@@ -484,30 +243,63 @@ static apr_status_t lease_end(void *data)
 {
     lease_t *l = data;
 
-    dbd_close(l->s, l->dbd);
+    dbd_close(l->r->server, l->dbd);
     return APR_SUCCESS;
+}
+
+static bank_db_conn_t *lease_acquire(bank_db_source_t *src, apr_pool_t *p, const char **err)
+{
+    lease_t *l = src->data;
+    bank_db_conn_t *conn;
+    (void)p;
+
+    if (!dbd_open || !dbd_close || !(l->dbd = dbd_open(l->lease, l->r->server))) {
+        *err = "no database connection (see mod_dbd's messages above)";
+        return NULL;
+    }
+    apr_pool_cleanup_register(l->lease, l, lease_end, apr_pool_cleanup_null);
+    return (conn = conn_of(l->dbd)) != NULL ? conn : no_conn_record(err);
+}
+
+static const bank_db_source_ops lease_ops = {lease_acquire, NULL, dbd_replaced};
+
+/* mod_bank's handle on a connection of mod_dbd's for this request. In the request's pool,
+ * so what the core reads through it outlives a lease given back. */
+static bank_db_t *acquire(request_rec *r, const bank_db_source_ops *ops, void *data)
+{
+    bank_db_source_t *src = apr_pcalloc(r->pool, sizeof(*src));
+    const char *err = NULL;
+    bank_db_t *db;
+
+    src->ops = ops;
+    src->data = data;
+    src->writer_lock = sqlite_writer;
+    if (!(db = bank_db_acquire(src, r->pool, mod_bank_where(r), &err))) {
+        ap_log_rerror(APLOG_MARK, APLOG_ERR, 0, r, BANKLOGNO(0202) "%s", err);
+    }
+    return db;
+}
+
+bank_db_t *bank_db(request_rec *r)
+{
+    return acquire(r, &request_ops, r);
 }
 
 bank_db_t *bank_db_take(request_rec *r, apr_pool_t **lease)
 {
     lease_t *l;
+    bank_db_t *db;
 
-    *lease = NULL;
-    if (!dbd_open || !dbd_close) {
-        return no_connection(r);
-    }
     apr_pool_create(lease, r->pool);
-    l = apr_palloc(*lease, sizeof(*l));
-    l->s = r->server;
-    if (!(l->dbd = dbd_open(*lease, r->server))) {
+    l = apr_pcalloc(*lease, sizeof(*l));
+    l->r = r;
+    l->lease = *lease;
+    if (!(db = acquire(r, &lease_ops, l))) {
         apr_pool_destroy(*lease);
         *lease = NULL;
-        return no_connection(r);
     }
-    apr_pool_cleanup_register(*lease, l, lease_end, apr_pool_cleanup_null);
-    return wrap(r, l->dbd);
+    return db;
 }
-
 void bank_db_give_back(apr_pool_t **lease)
 {
     if (*lease) {
@@ -520,7 +312,9 @@ int bank_db_failed(request_rec *r, bank_db_t *db, bank_db_rc rc, const char *wha
 {
     const char *error;
 
-    bank_metrics_count_one(BANK_M_DB_ERRORS);
+    if (bank_metrics_shared()) {
+        bank_metrics_count(bank_metrics_shared(), BANK_M_DB_ERRORS);
+    }
     if (!db) {
         return 1;
     }
@@ -530,10 +324,6 @@ int bank_db_failed(request_rec *r, bank_db_t *db, bank_db_rc rc, const char *wha
     }
     ap_log_rerror(APLOG_MARK, APLOG_ERR, 0, r, BANKLOGNO(0203) "%s: %s", what ? what : "database",
                   error ? error : "failed");
-    if (rc == BANK_DB_BUSY || rc == BANK_DB_NO_STMT) {
-        return 1;
-    }
-    /* A lost connection also lands here: the client hears 503 (retry) rather than 500, and
-     * recover leaves the pooled connection whole for the next request. */
-    return bank_db_conn_lost(db) || bank_db_recover(db) != BANK_CONN_INTACT;
+    /* A lost connection also lands here: the client hears 503 (retry) rather than 500. */
+    return bank_db_transient(db, rc);
 }

@@ -11,10 +11,17 @@
 #include "mod_bank_config.h"
 #include "mod_bank_http.h"
 #include "mod_bank_db.h"
-#include "mod_bank_metrics.h"
 #include "bank_json.h"
 
 APLOG_USE_MODULE(bank);
+
+/* The error code an answer carries, noted for whoever counts answers (bank_error_code). */
+#define NOTE_ERROR "mod_bank-error"
+
+const char *bank_error_code(request_rec *r)
+{
+    return apr_table_get(r->notes, NOTE_ERROR);
+}
 
 static const struct {
     int status;
@@ -94,7 +101,7 @@ int bank_error(request_rec *r, bank_error_id id, const char *message,
     json_object_object_add(doc, "body", NULL);
     json_object_object_add(doc, "message", json_object_new_string(message));
     json_object_object_add(doc, "code", json_object_new_string(errors[id].code));
-    bank_metrics_error(r, errors[id].code);
+    apr_table_setn(r->notes, NOTE_ERROR, errors[id].code);
     if (errs && errs->nelts > 0) {
         for (i = 0; i < errs->nelts; i++) {
             const bank_field_error_t *e = &APR_ARRAY_IDX(errs, i, bank_field_error_t);

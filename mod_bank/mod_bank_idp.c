@@ -20,7 +20,7 @@ int bank_idp_post_config(apr_pool_t *pconf, server_rec *s)
 
     if (bank_idp_global_init() != 0) {
         ap_log_error(APLOG_MARK, APLOG_CRIT, 0, s,
-                     BANKLOGNO(1001) "libcurl failed to initialise: no identity provider calls");
+                     BANKLOGNO(1902) "libcurl failed to initialise: no identity provider calls");
     }
     /* Anonymous shared memory, inherited by the children: one breaker for all of them. It
      * goes with pconf, and a restart makes a new one (all closed). */

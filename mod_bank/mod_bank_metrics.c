@@ -12,7 +12,6 @@
 APLOG_USE_MODULE(bank);
 
 #define NOTE_OUTCOME "mod_bank-outcome"
-#define NOTE_ERROR "mod_bank-error"
 #define SHM_KEY "mod_bank-metrics"
 
 /* Set in the parent before the children fork: every process adds to the same block. NULL
@@ -36,30 +35,20 @@ int bank_metrics_post_config(apr_pool_t *pconf, server_rec *s)
                          BANKLOGNO(1101) "cannot create the shared memory for metrics: "
                                          "nothing will be counted");
             metrics = NULL;
+            bank_metrics_share(NULL);
             return OK;
         }
         memset(apr_shm_baseaddr_get(shm), 0, sizeof(bank_metrics_t));
         apr_pool_userdata_set(shm, SHM_KEY, apr_pool_cleanup_null, keep);
     }
     metrics = apr_shm_baseaddr_get(shm);
+    bank_metrics_share(metrics);
     return OK;
 }
 
 void bank_metrics_outcome(request_rec *r, bank_metric_t c)
 {
     apr_table_setn(r->notes, NOTE_OUTCOME, apr_itoa(r->pool, (int)c));
-}
-
-void bank_metrics_error(request_rec *r, const char *code)
-{
-    apr_table_setn(r->notes, NOTE_ERROR, code);
-}
-
-void bank_metrics_count_one(bank_metric_t c)
-{
-    if (metrics) {
-        bank_metrics_count(metrics, c);
-    }
 }
 
 bank_metrics_t *bank_metrics_block(void)
@@ -77,7 +66,7 @@ static int is_code(const char *code, const char *want)
 static int outcome_of(request_rec *r, bank_endpoint_t e, int st)
 {
     const char *note = apr_table_get(r->notes, NOTE_OUTCOME);
-    const char *code = apr_table_get(r->notes, NOTE_ERROR);
+    const char *code = bank_error_code(r);
 
     if (note) {
         return atoi(note);

@@ -173,19 +173,8 @@ int bank_sign_in_handler(request_rec *r)
     in.run_baton = conf->verifier ? conf->verifier : bank_verifier_default();
     drc = bank_sign_in(db, &in, &out);
     db = out.db;
-    if (out.malformed_hash) {
-        ap_log_rerror(APLOG_MARK, APLOG_WARNING, 0, r,
-                      BANKLOGNO(0504) "customer %s: stored password hash is in no format "
-                                      "mod_bank reads (scrypt or bcrypt)",
-                      out.customer.id);
-    }
-    if (out.prune_failed) {
-        ap_log_rerror(APLOG_MARK, APLOG_WARNING, 0, r,
-                      BANKLOGNO(0508) "could not prune sign-in throttle rows: %s",
-                      bank_db_error(db));
-    }
     if (drc != BANK_DB_OK) {
-        return bank_error_db(r, db, drc, out.failed_at);
+        return bank_error_db(r, db, drc, "sign-in"); /* the step: logged by the core */
     }
     if (out.verdict != BANK_SIGN_IN_OK) {
         return refused(r, &in, &out);

@@ -25,7 +25,7 @@
 #include <unixd.h>
 #include "mod_bank.h"
 #include "mod_bank_verify.h"
-#include "mod_bank_metrics.h"
+#include "bank_metrics.h"
 
 APLOG_USE_MODULE(bank);
 
@@ -193,7 +193,7 @@ static int gate(int op)
 
 static void compute(job_t *j)
 {
-    bank_metrics_t *m = bank_metrics_block();
+    bank_metrics_t *m = bank_metrics_shared();
     int held = gate_id >= 0 && !gate_lost && gate(-1) == 0, free_slots;
 
     /* how many compute now, as the semaphore counts them (exact whatever became of processes

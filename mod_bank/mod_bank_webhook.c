@@ -7,7 +7,6 @@
 #include <apr_strings.h>
 #include <apr_hash.h>
 #include <apr_thread_mutex.h>
-#include <apr_thread_cond.h>
 #include <apr_global_mutex.h>
 #include <http_protocol.h>
 #include <util_mutex.h>
@@ -20,6 +19,7 @@
 #include "mod_bank_metrics.h"
 #include "bank_json.h"
 #include "bank_notice.h"
+#include "bank_group_commit.h"
 #include "bank_store.h"
 #include "bank_digest.h"
 #include "bank_time.h"
@@ -73,15 +73,10 @@ static int check_signature(request_rec *r, const bank_dir_conf *conf, const char
     return OK;
 }
 
-/* ---- group commit ----
- * Notices that arrive together in one process share one transaction: one commit, one fsync
- * for all of them, where a commit per notice made the disk's flush rate the webhook's limit
- * (docs/api.md). A request queues its notice; if no commit is running for its server, it
- * takes everything queued (at most BATCH_MAX) and commits it on its own
- * connection, else it waits for the one running to finish and then looks again. Each request
- * answers only once the transaction holding its notice has committed; if that transaction
- * fails, every request in it answers the failure (503 or 500), none 200. A key twice in one
- * batch is written once and the second copy answers "duplicate": true, as across batches.
+/* ---- group commit (bank_group_commit.c) ----
+ * Notices that arrive together in one process share one transaction, per server (each may
+ * have its own database); each request answers only once the transaction holding its notice
+ * has committed (docs/api.md).
  *
  * Across the server's processes commits take turns (the "bank-webhook" mutex, docs/api.md):
  * a leader waits for the turn before it takes the queue, so what arrives meanwhile joins its
@@ -94,28 +89,11 @@ static int check_signature(request_rec *r, const bank_dir_conf *conf, const char
 #define TURN_WAIT apr_time_from_sec(1)
 #define TURN_MUTEX "bank-webhook"
 
-typedef struct queued_s {
-    bank_notice_put_t put;
-    int done;
-    bank_db_rc rc;
-    int retry;               /* when rc failed: 503 rather than 500 */
-    apr_thread_cond_t *wake; /* its request's own: done, or its turn to lead */
-    struct queued_s *next;
-} queued_t;
-
-typedef struct {
-    apr_thread_mutex_t *lock;
-    queued_t *head, *tail;
-    int running; /* a commit is running (one at a time per server and process: on PostgreSQL
-                    two at once made smaller batches and no more notices per second, measured
-                    with make bench DB=pgsql) */
-} batcher_t;
-
 static struct {
     apr_global_mutex_t *turn; /* NULL: no turns (each process commits when it will) */
     apr_thread_mutex_t *lock; /* guards by_server */
     apr_pool_t *pool;
-    apr_hash_t *by_server; /* server_rec * -> batcher_t * (each server has its own database) */
+    apr_hash_t *by_server; /* server_rec * -> bank_group_t * */
 } commits;
 
 int bank_webhook_pre_config(apr_pool_t *pconf)
@@ -156,81 +134,40 @@ void bank_webhook_child_init(apr_pool_t *pchild, server_rec *s)
     }
 }
 
-/* The batcher of r's server, made on first use; NULL without one (commit alone). */
-static batcher_t *batcher_of(request_rec *r)
+/* The queue of r's server, made on first use; NULL without one (commit alone). */
+static bank_group_t *group_of(request_rec *r)
 {
-    batcher_t *b = NULL;
+    bank_group_t *g = NULL;
+    const char *err = NULL;
 
     if (!commits.lock) {
         return NULL;
     }
     apr_thread_mutex_lock(commits.lock);
-    b = apr_hash_get(commits.by_server, &r->server, sizeof(r->server));
-    if (!b) {
-        b = apr_pcalloc(commits.pool, sizeof(*b));
-        if (apr_thread_mutex_create(&b->lock, APR_THREAD_MUTEX_DEFAULT, commits.pool) !=
-            APR_SUCCESS) {
-            b = NULL;
-        } else {
-            apr_hash_set(commits.by_server,
-                         apr_pmemdup(commits.pool, &r->server, sizeof(r->server)),
-                         sizeof(r->server), b);
-        }
+    g = apr_hash_get(commits.by_server, &r->server, sizeof(r->server));
+    if (!g && (g = bank_group_create(commits.pool, BATCH_MAX, &err)) != NULL) {
+        apr_hash_set(commits.by_server, apr_pmemdup(commits.pool, &r->server, sizeof(r->server)),
+                     sizeof(r->server), g);
     }
     apr_thread_mutex_unlock(commits.lock);
-    return b;
+    return g;
 }
 
-/* Commits the notices of batch (count of them) on db, r's connection (NULL: none could be
- * had); sets each one's outcome.
- * A batch whose transaction failed on a healthy connection (a statement refused, not the
- * database busy or gone) is tried again one notice per transaction, so one notice the
- * database refuses fails alone. */
-static void commit_batch(request_rec *r, bank_db_t *db, queued_t **batch, int count)
+static bank_db_t *group_connect(void *baton)
 {
-    bank_notice_put_t **puts = apr_palloc(r->pool, sizeof(*puts) * (apr_size_t)count);
-    bank_db_rc rc = BANK_DB_ERROR;
-    int i, retry = 1;
+    return bank_db(baton);
+}
 
-    for (i = 0; i < count; i++) {
-        puts[i] = &batch[i]->put;
-        batch[i]->rc = BANK_DB_ERROR;
-        batch[i]->retry = 1;
-    }
-    if (!db) {
-        return; /* logged by bank_db */
-    }
-    rc = bank_store_notices_put(db, puts, count);
-    if (rc != BANK_DB_OK) {
-        retry = bank_db_failed(r, db, rc,
-                               apr_psprintf(r->pool,
-                                            "storing %d payment notice(s) in one "
-                                            "transaction (none stored)",
-                                            count));
-    }
-    if (rc != BANK_DB_OK && !retry && count > 1) {
-        for (i = 0; i < count; i++) {
-            bank_notice_put_t *one = &batch[i]->put; /* puts is in key order now */
-            if ((batch[i]->rc = bank_store_notices_put(db, &one, 1)) != BANK_DB_OK) {
-                batch[i]->retry = bank_db_failed(r, db, batch[i]->rc, "storing a payment notice");
-            }
-        }
-        return;
-    }
-    for (i = 0; i < count; i++) {
-        batch[i]->rc = rc;
-        batch[i]->retry = retry;
-    }
-    if (rc == BANK_DB_OK) {
-        ap_log_rerror(APLOG_MARK, APLOG_DEBUG, 0, r,
-                      BANKLOGNO(0708) "%d payment notice(s) committed in one transaction", count);
-    }
+static int group_failed(void *baton, bank_db_t *db, bank_db_rc rc, const char *what)
+{
+    return bank_db_failed(baton, db, rc, what);
 }
 
 /* Waits for the server's commit turn (at most TURN_WAIT); 1 if taken (release it), 0 if the
  * commit goes ahead without it. */
-static int take_turn(request_rec *r)
+static int take_turn(void *baton)
 {
+    request_rec *r = baton;
     apr_time_t start = apr_time_now();
     apr_status_t rv;
 
@@ -254,69 +191,21 @@ static int take_turn(request_rec *r)
     return 1;
 }
 
-/* Queues q and returns once the transaction holding it has ended (q->rc says how). Each
- * waiter sleeps on its own condition, woken only when its notice is done or when it is
- * first in the queue and a commit may start (one broadcast per commit woke every waiter of
- * the process: most of httpd's time went to context switches, measured with perf). */
-static void group_commit(request_rec *r, batcher_t *b, queued_t *q)
+static void give_turn(void *baton)
 {
-    queued_t *batch[BATCH_MAX];
-    bank_db_t *db;
-    int count, i, turn;
-
-    apr_thread_mutex_lock(b->lock);
-    if (b->tail) {
-        b->tail->next = q;
-    } else {
-        b->head = q;
-    }
-    b->tail = q;
-    while (!q->done) {
-        if (b->running || b->head != q) {
-            apr_thread_cond_wait(q->wake, b->lock);
-            continue;
-        }
-        /* first in the queue, no commit running: wait for the turn, then lead everything
-         * queued by then, up to BATCH_MAX */
-        b->running = 1;
-        apr_thread_mutex_unlock(b->lock);
-        db = bank_db(r); /* before the turn: no turn held while waiting for a connection */
-        turn = db ? take_turn(r) : 0;
-        apr_thread_mutex_lock(b->lock);
-        for (count = 0; count < BATCH_MAX && b->head; count++) {
-            batch[count] = b->head;
-            b->head = b->head->next;
-        }
-        if (!b->head) {
-            b->tail = NULL;
-        }
-        apr_thread_mutex_unlock(b->lock);
-        commit_batch(r, db, batch, count);
-        if (turn) {
-            apr_global_mutex_unlock(commits.turn);
-        }
-        apr_thread_mutex_lock(b->lock);
-        b->running = 0;
-        for (i = 0; i < count; i++) {
-            batch[i]->done = 1;
-            if (batch[i] != q) {
-                apr_thread_cond_signal(batch[i]->wake);
-            }
-        }
-        if (b->head) {
-            apr_thread_cond_signal(b->head->wake); /* the next commit */
-        }
-    }
-    apr_thread_mutex_unlock(b->lock);
+    (void)baton;
+    apr_global_mutex_unlock(commits.turn);
 }
+
+static const bank_group_host group_host = {group_connect, take_turn, give_turn, group_failed};
 
 /* Commits the notice (with other requests' in one transaction when they arrive together);
  * *duplicate is set when the key was already there (nothing written). */
 static int store(request_rec *r, const bank_notice_t *n, const char *partner, const char *raw,
                  int *duplicate)
 {
-    queued_t *q = apr_pcalloc(r->pool, sizeof(*q));
-    batcher_t *b = batcher_of(r);
+    bank_group_item_t *q = apr_pcalloc(r->pool, sizeof(*q));
+    bank_group_t *g = group_of(r);
 
     q->put.n = n;
     q->put.id = bank_uuid4(r->pool);
@@ -327,11 +216,8 @@ static int store(request_rec *r, const bank_notice_t *n, const char *partner, co
         ap_log_rerror(APLOG_MARK, APLOG_ERR, 0, r, BANKLOGNO(0704) "no randomness for an id");
         return bank_error(r, BANK_E_INTERNAL, NULL, NULL);
     }
-    if (b && apr_thread_cond_create(&q->wake, r->pool) == APR_SUCCESS) {
-        group_commit(r, b, q);
-    } else {
-        commit_batch(r, bank_db(r), &q, 1);
-    }
+    bank_group_commit(bank_group_item_init(q, r->pool) == APR_SUCCESS ? g : NULL, q, &group_host, r,
+                      r->pool);
     if (q->rc != BANK_DB_OK) {
         return bank_error_db_retry(r, q->retry);
     }

@@ -1,5 +1,6 @@
-/* bankctl: options, value checks and input files. Values are never echoed: a stray argument
- * may be a password or a BVN. */
+/* bankctl: options, value checks, input files and the way out with a message. Values are
+ * never echoed: a stray argument may be a password or a BVN. */
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -11,6 +12,18 @@
 #include "bank_validate.h"
 
 #define SECRET_INPUT_MAX 8192 /* BANK_PASSWORD_MAX characters of up to 4 bytes, and a newline */
+
+void die(int code, const char *fmt, ...)
+{
+    va_list ap;
+
+    fputs("bankctl: ", stderr);
+    va_start(ap, fmt);
+    vfprintf(stderr, fmt, ap);
+    va_end(ap);
+    fputc('\n', stderr);
+    exit(code);
+}
 
 apr_table_t *ctl_parse_opts(ctl_t *c, int argc, const char *const *argv,
                             const ctl_command_t *command)

@@ -3,13 +3,13 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <stdarg.h>
 #include <sys/stat.h>
 #include <apr_general.h>
 #include <apr_strings.h>
 #include <apr_file_info.h>
 #include "bankctl.h"
 #include "bank_limits.h"
+#include "bank_log.h"
 
 #define STR(x) #x
 #define XSTR(x) STR(x)
@@ -110,16 +110,15 @@ static const ctl_command_t commands[] = {
      cmd_rekey},
     {NULL, NULL, NULL, NULL, NULL, NULL}};
 
-void die(int code, const char *fmt, ...)
+/* The core's log (bank_log.h) on stderr: warnings and worse, with their tag. */
+static void ctl_log(bank_log_where where, const char *file, int line, int level, const char *msg)
 {
-    va_list ap;
-
-    fputs("bankctl: ", stderr);
-    va_start(ap, fmt);
-    vfprintf(stderr, fmt, ap);
-    va_end(ap);
-    fputc('\n', stderr);
-    exit(code);
+    (void)where;
+    (void)file;
+    (void)line;
+    if (level <= BANK_LOG_WARNING) {
+        fprintf(stderr, "bankctl: %s\n", msg);
+    }
 }
 
 /* The usage of every command whose first word is word (all of them for NULL). */
@@ -205,6 +204,7 @@ int main(int argc, const char *const *argv)
         return 1;
     }
     atexit(apr_terminate);
+    bank_log_set(ctl_log);
     /* A database it creates holds password hashes, BVNs and dates of birth: owner only
      * (SQLite gives -wal and -shm the database file's mode). docs/operations.md */
     umask(077);

@@ -62,7 +62,7 @@ like($metrics, qr/^bank_request_duration_seconds_count\{endpoint="sign_out"\} 1$
 like(`curl -s 'http://127.0.0.1:$port/server-status?auto'`, qr/^bank_sign_ins_total\{outcome="ok"\}: 1$/m,
     '/server-status has the mod_bank section');
 # A graceful restart (a changed setting) keeps the counts: the block outlives it.
-system('/usr/sbin/apache2', '-f', "$run/httpd.conf", '-k', 'graceful');
+system(Bank::Test::httpd_binary(), '-f', "$run/httpd.conf", '-k', 'graceful');
 my $kept = '';
 for (1 .. 50) {
     select undef, undef, undef, 0.1;

@@ -211,9 +211,11 @@ for my $round (1 .. 2) {
         scalar(() = $log =~ /BANK0606: customer \Q$v->{c}{id}\E: not verified yet/g)
     } 0 .. 1;
     diag("$what: @raced requests per server found the customer unverified and raced to open");
+    # Only the round whose lock holds every request back makes a claim about the race.
+    next unless $forced;
   SKIP: {
-        skip 'BANK0606 is logged at trace1', 1
-          unless $forced && ($ENV{BANK_TEST_LOGLEVEL} // 'trace8') =~ /^trace[1-8]$/;
+        skip "BANK0606 is logged at trace1 (BANK_TEST_LOGLEVEL is $ENV{BANK_TEST_LOGLEVEL})", 1
+          unless ($ENV{BANK_TEST_LOGLEVEL} // 'trace8') =~ /^trace[1-8]$/;
         is("@raced", '5 5', "$what: all ten, on both servers, raced to open it");
     }
 }

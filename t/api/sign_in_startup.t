@@ -9,7 +9,7 @@ use LWP::UserAgent;
 use Bank::Test;
 use Bank::Docs qw(free_port private_conf);
 
-my $httpd = $ENV{APACHE_TEST_HTTPD} || '/usr/sbin/apache2';
+my $httpd = Bank::Test::httpd_binary();
 my $dir = tempdir(CLEANUP => 1, DIR => $ENV{BANK_TEST_ROOT} || '/tmp');
 chmod 0755, $dir;
 

@@ -29,20 +29,25 @@ sub get  { my ($ua, $path, $token) = @_; return $ua->get("$base$path", Authoriza
 }
 
 # --- 2 seconds: cached on the process that verified it, refused within the delay -----------
+# The revocation and the request after it must fit in the delay for the cached answer to be
+# seen: on a machine too busy for that, the round is tried again (up to five times).
 {
-    my $c  = new_customer();
-    my $t  = issue_token($c->{email});
-    my $ua = conn();
-    is(get($ua, '/cached/banks', $t)->code, 200, 'cache 2 s: the token works');
-    my $revoked = time;
-    bankctl('token', 'revoke', '--email', $c->{email});
-    my $first = get($ua, '/cached/banks', $t);
-    my $within = time - $revoked < 1.5;
-    SKIP: {
-        skip 'the machine took over 1.5 s to revoke and ask again', 1 unless $within;
-        is($first->code, 200, 'cache 2 s: the revoked token still works on the process that '
-              . 'verified it, within the delay (no database read)');
+    my ($t, $ua, $revoked, $first, $within);
+    for my $try (1 .. 5) {
+        my $c = new_customer();
+        $t  = issue_token($c->{email});
+        $ua = conn();
+        is(get($ua, '/cached/banks', $t)->code, 200, "cache 2 s: the token works (try $try)");
+        $revoked = time;
+        bankctl('token', 'revoke', '--email', $c->{email});
+        $first  = get($ua, '/cached/banks', $t);
+        $within = time - $revoked < 1.5;
+        last if $within;
+        diag("try $try: the revocation and the request took over 1.5 s");
     }
+    ok($within, 'cache 2 s: a revocation and a request within the delay');
+    is($first->code, 200, 'cache 2 s: the revoked token still works on the process that '
+          . 'verified it, within the delay (no database read)');
     # every request after the delay, on this connection and on new ones, is refused
     sleep 2.1 - (time - $revoked) if time - $revoked < 2.1;
     assert_error(get($ua, '/cached/banks', $t), 401, 'E_UNAUTHORIZED_ACCESS',

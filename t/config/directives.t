@@ -5,7 +5,10 @@ use warnings FATAL => 'all';
 use Apache::Test qw(-withtestmore);
 use File::Temp qw(tempdir);
 
-my $httpd = $ENV{APACHE_TEST_HTTPD} || '/usr/sbin/apache2';
+use Bank::Test qw(httpd_binary modules_dir);
+
+my $httpd   = httpd_binary();
+my $modules = modules_dir();
 my $dir   = tempdir(CLEANUP => 1, DIR => $ENV{BANK_TEST_ROOT} || '/tmp');
 
 sub check_config {
@@ -18,9 +21,9 @@ ServerName localhost
 Listen 127.0.0.1:1
 PidFile $dir/httpd.pid
 ErrorLog $dir/error_log
-LoadModule mpm_event_module /usr/lib/apache2/modules/mod_mpm_event.so
-LoadModule authz_core_module /usr/lib/apache2/modules/mod_authz_core.so
-LoadModule dbd_module /usr/lib/apache2/modules/mod_dbd.so
+LoadModule mpm_event_module $modules/mod_mpm_event.so
+LoadModule authz_core_module $modules/mod_authz_core.so
+LoadModule dbd_module $modules/mod_dbd.so
 LoadModule bank_module $ENV{BANK_MODULE}
 $body
 CONF

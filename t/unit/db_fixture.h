@@ -40,6 +40,10 @@ static apr_status_t fixture_rmdir(void *data)
     return APR_SUCCESS;
 }
 
+/* The driver and params of the database the last fixture_sqlite / fixture_pgsql opened, for
+ * a test that opens more connections to it. */
+static const char *fixture_driver, *fixture_params;
+
 /* A migrated SQLite database in a new directory (removed with p), or NULL. */
 static bank_db_t *fixture_sqlite(apr_pool_t *p)
 {
@@ -52,7 +56,9 @@ static bank_db_t *fixture_sqlite(apr_pool_t *p)
         return NULL;
     }
     apr_pool_cleanup_register(p, dir, fixture_rmdir, apr_pool_cleanup_null);
-    db = bank_db_open(p, "sqlite3", apr_pstrcat(p, dir, "/bank.db", (char *)NULL), &err);
+    fixture_driver = "sqlite3";
+    fixture_params = apr_pstrcat(p, dir, "/bank.db", (char *)NULL);
+    db = bank_db_open(p, fixture_driver, fixture_params, &err);
     if (!db) {
         fprintf(stderr, "fixture: %s\n", err);
         return NULL;
@@ -74,6 +80,8 @@ static bank_db_t *fixture_pgsql(apr_pool_t *p)
     if (!params || !*params) {
         return NULL;
     }
+    fixture_driver = "pgsql";
+    fixture_params = params;
     if (!(db = bank_db_open(p, "pgsql", params, &err)) || (err = bank_db_prepare_all(db))) {
         fprintf(stderr, "fixture: %s\n", err);
         return NULL;
@@ -165,6 +173,22 @@ static __attribute__((unused)) const char *fixture_verifiable(bank_db_t *db, con
 {
     fixture_customer(db, first, last, "pw", c);
     return fixture_bvn(db, first, last, dob);
+}
+
+/* Payment notices whose transaction_reference is LIKE pattern, or -1 if it cannot be read. */
+static __attribute__((unused)) long fixture_notices(bank_db_t *db, const char *pattern)
+{
+    const char *v = NULL;
+
+    if (bank_db_query_value(db,
+                            apr_psprintf(bank_db_pool(db),
+                                         "SELECT count(*) FROM payment_notices WHERE "
+                                         "transaction_reference LIKE '%s'",
+                                         pattern),
+                            &v) != 0) {
+        return -1;
+    }
+    return v ? atol(v) : -1;
 }
 
 #endif

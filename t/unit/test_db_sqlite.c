@@ -63,12 +63,12 @@ static void run_tests(apr_pool_t *p)
     /* a constraint failure is an error, not a read-only database */
     CHECK(bank_db_exec(rw, "dup", NULL, 1, a) == BANK_DB_ERROR);
     CHECK(!bank_db_read_only(rw));
-    CHECK(bank_db_writable(rw, bank_db_handle(rw)));
+    CHECK(bank_db_writable(rw));
 
     CHECK(bank_db_exec(ro, "ro", NULL, 1, b) == BANK_DB_ERROR);
     CHECK(bank_db_read_only(ro));
     CHECK(bank_db_error(ro) && strstr(bank_db_error(ro), "readonly"));
-    CHECK(!bank_db_writable(ro, bank_db_handle(ro)));
+    CHECK(!bank_db_writable(ro));
     /* reads go on */
     CHECK_STR(count(ro), "1");
 

@@ -4,8 +4,11 @@
 
 #include <stdio.h>
 #include <string.h>
+#include <stdlib.h>
+#include <pthread.h>
 #include <apr_general.h>
 #include <apr_pools.h>
+#include "bank_log.h"
 
 static int unit_passed, unit_failed;
 
@@ -54,6 +57,49 @@ check_cases(const char *what, int (*fn)(const char *), const unit_case_t *cases,
 }
 #define CHECK_CASES(fn, cases) check_cases(#fn, fn, cases, sizeof(cases) / sizeof((cases)[0]))
 
+/* The core's log, captured (bank_log.h): every message of the run so far, one a line, and
+ * with UNIT_LOG set in the environment also on stderr. Any thread may log. */
+static char unit_log_text[65536];
+static size_t unit_log_len;
+static pthread_mutex_t unit_log_lock = PTHREAD_MUTEX_INITIALIZER;
+
+static void unit_log(bank_log_where where, const char *file, int line, int level, const char *msg)
+{
+    size_t n = strlen(msg);
+    (void)where;
+
+    pthread_mutex_lock(&unit_log_lock);
+    if (unit_log_len + n + 2 < sizeof(unit_log_text)) {
+        memcpy(unit_log_text + unit_log_len, msg, n);
+        unit_log_len += n;
+        unit_log_text[unit_log_len++] = '\n';
+        unit_log_text[unit_log_len] = '\0';
+    }
+    pthread_mutex_unlock(&unit_log_lock);
+    if (getenv("UNIT_LOG")) {
+        fprintf(stderr, "log %d %s:%d: %s\n", level, file, line, msg);
+    }
+}
+
+/* 1 if a message containing text was logged since the last unit_log_clear. */
+static int __attribute__((unused)) unit_logged(const char *text)
+{
+    int found;
+
+    pthread_mutex_lock(&unit_log_lock);
+    found = strstr(unit_log_text, text) != NULL;
+    pthread_mutex_unlock(&unit_log_lock);
+    return found;
+}
+
+static void __attribute__((unused)) unit_log_clear(void)
+{
+    pthread_mutex_lock(&unit_log_lock);
+    unit_log_len = 0;
+    unit_log_text[0] = '\0';
+    pthread_mutex_unlock(&unit_log_lock);
+}
+
 /* Each test file defines run_tests(pool); main prints one line the runner sums up. */
 static void run_tests(apr_pool_t *p);
 
@@ -63,6 +109,7 @@ int main(int argc, const char *const *argv)
     (void)argc;
     apr_initialize();
     apr_pool_create(&p, NULL);
+    bank_log_set(unit_log);
     run_tests(p);
     apr_pool_destroy(p);
     apr_terminate();

@@ -55,6 +55,7 @@ sub run_user { return $> == 0 ? 'www-data' : scalar getpwuid($>) }
 sub private_conf {
     my ($dir, $name, @ports) = @_;
     my $user = $> == 0 ? "User nobody\nGroup nogroup\n" : '';
+    my $modules = Bank::Test::modules_dir();
     return "ServerRoot $dir\nServerName localhost\n"
       . join('', map { "Listen 127.0.0.1:$_\n" } @ports) . <<"CONF";
 PidFile $dir/$name.pid
@@ -62,9 +63,9 @@ ErrorLog $dir/$name.log
 DefaultRuntimeDir $dir
 LogLevel warn
 $user
-LoadModule mpm_event_module /usr/lib/apache2/modules/mod_mpm_event.so
-LoadModule authz_core_module /usr/lib/apache2/modules/mod_authz_core.so
-LoadModule dbd_module /usr/lib/apache2/modules/mod_dbd.so
+LoadModule mpm_event_module $modules/mod_mpm_event.so
+LoadModule authz_core_module $modules/mod_authz_core.so
+LoadModule dbd_module $modules/mod_dbd.so
 LoadModule bank_module $ENV{BANK_MODULE}
 DBDriver $ENV{BANK_DBDRIVER}
 DBDParams "$ENV{BANK_DBPARAMS}"
@@ -152,7 +153,7 @@ use Apache::Test qw(-withtestmore);
 # scheme (http or https).
 sub new {
     my ($class, %o) = @_;
-    my $self = bless { httpd => $ENV{APACHE_TEST_HTTPD} || '/usr/sbin/apache2', scheme => 'http',
+    my $self = bless { httpd => Bank::Test::httpd_binary(), scheme => 'http',
         %o }, $class;
     return $self;
 }

@@ -13,7 +13,7 @@ use Bank::OpenAPI ();    # every answer checked against docs/openapi.yaml
 
 our @EXPORT = qw(json_request decode_body assert_error bankctl new_customer issue_token
   db_exec db_value db_bool db_time unique uuid4 error_log_since error_log_mark);
-our @EXPORT_OK = qw(slurp spew free_port);
+our @EXPORT_OK = qw(slurp spew free_port httpd_binary modules_dir);
 
 # A whole file, and a file written whole.
 sub slurp {
@@ -198,6 +198,21 @@ sub error_log_since {
     seek $fh, $mark, 0;
     local $/;
     return <$fh> // '';
+}
+
+
+# The httpd binary and its modules directory as the build found them: Apache::Test's httpd
+# (APACHE_TEST_HTTPD) and the LIBEXECDIR of the apxs scripts/run-tests found
+# (APACHE_TEST_APXS), not one distribution's paths.
+sub httpd_binary {
+    return Apache::Test::vars('httpd') || die 'no httpd configured';
+}
+
+sub modules_dir {
+    my $apxs = $ENV{APACHE_TEST_APXS} || die 'no apxs (APACHE_TEST_APXS: scripts/run-tests)';
+    chomp(my $dir = `$apxs -q LIBEXECDIR`);
+    die 'apxs -q LIBEXECDIR gave nothing' unless $dir;
+    return $dir;
 }
 
 1;

@@ -1,0 +1,56 @@
+/* Verified token rows kept per process (BankTokenCacheSeconds, docs/configuration.md), so
+ * requests with the same bearer token within that time skip the database round trip. No
+ * httpd dependency; safe between threads.
+ *
+ * What may be trusted is bounded three ways: an entry older than the caller's max age (at
+ * most the cache's own bound) is a miss; bank_token_cache_invalidate(id) drops a token at
+ * once (sign-out here, or a revocation heard from elsewhere); and while the cache is
+ * distrusted (bank_token_cache_distrust: the process lost the feed that tells it of
+ * revocations) every lookup is a miss and nothing is kept, until bank_token_cache_trust.
+ * A row read from the database before an invalidation or a distrust is never kept after
+ * it: callers take an epoch before reading and pass it to put. Unknown tokens are never
+ * kept. */
+#ifndef BANK_TOKEN_CACHE_H
+#define BANK_TOKEN_CACHE_H
+
+#include <apr_pools.h>
+#include <apr_time.h>
+#include "bank_store.h"
+
+typedef struct bank_token_cache_s bank_token_cache_t;
+
+/* A cache in p holding at most max_entries tokens, none trusted past max_age (the upper
+ * bound of every caller's). NULL and *err on failure (no mutex or pool). Its memory stays
+ * bounded: all entries are dropped together every max_age or when it is full. */
+bank_token_cache_t *bank_token_cache_create(apr_pool_t *p, int max_entries, apr_time_t max_age,
+                                            const char **err);
+
+/* Taken before the database read of a row that is then put: an invalidation or distrust
+ * since makes the put keep nothing. */
+apr_uint64_t bank_token_cache_epoch(bank_token_cache_t *c);
+
+/* 1 and *row (copied into p) if token id of scope (a database: each virtual host may have
+ * its own) was read at most max_age ago (capped at the cache's bound) and the cache is
+ * trusted; else 0. */
+int bank_token_cache_get(bank_token_cache_t *c, apr_pool_t *p, const void *scope, const char *id,
+                         apr_time_t max_age, bank_token_row_t *row);
+/* Keeps row, read from the database at fetched, unless the epoch has moved since. */
+void bank_token_cache_put(bank_token_cache_t *c, const void *scope, const char *id,
+                          const bank_token_row_t *row, apr_time_t fetched, apr_uint64_t epoch);
+/* A kept token's use was recorded at last_used (no second write for it). */
+void bank_token_cache_touched(bank_token_cache_t *c, const void *scope, const char *id,
+                              const char *last_used);
+
+/* Token id is no longer to be trusted, in every scope: dropped now, and a read of it in
+ * flight is not kept. */
+void bank_token_cache_invalidate(bank_token_cache_t *c, const char *id);
+/* Trust nothing kept until bank_token_cache_trust: every entry is dropped, every lookup
+ * misses and nothing is kept meanwhile. */
+void bank_token_cache_distrust(bank_token_cache_t *c);
+void bank_token_cache_trust(bank_token_cache_t *c);
+/* 1 while distrusted. */
+int bank_token_cache_distrusted(bank_token_cache_t *c);
+/* Tokens kept now. */
+int bank_token_cache_count(bank_token_cache_t *c);
+
+#endif

@@ -1,0 +1,403 @@
+/* The data layer's connections (bank_db_source.h): a source lends them, this file sets up
+ * their session, prepares their statements, and recovers one that was lost, re-opened under
+ * us, or opened read-only; and the source of one's own (bank_db_open) for bankctl and the
+ * C tests. The module's source is mod_dbd's pool (mod_bank_db.c). */
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include <apr_strings.h>
+#include "bank_db_source.h"
+#include "bank_db_internal.h"
+#include "bank_sql.h"
+
+int bank_db_conn_is_pgsql(const bank_db_conn_t *conn)
+{
+    return strcmp(apr_dbd_name(conn->driver), "pgsql") == 0;
+}
+
+int bank_db_conn_expects(const bank_db_conn_t *conn)
+{
+    return conn->statements && apr_hash_count(conn->statements) > 0;
+}
+
+/* The driver's last error on handle, first line only (PostgreSQL's DETAIL quotes values). */
+static const char *last_error(apr_pool_t *p, const bank_db_conn_t *conn, apr_dbd_t *handle)
+{
+    return bank_db_error_line(p, apr_dbd_error(conn->driver, handle, 0));
+}
+
+/* Prepares every statement of conn->statements on handle under its label, into a new
+ * *prepared (NULL: not kept; PostgreSQL's records name the label, so the old ones work
+ * again). NULL, or the label that failed. A private iterator: a source may share the
+ * statements between threads. */
+static const char *prepare_statements(const bank_db_conn_t *conn, apr_pool_t *pool,
+                                      apr_dbd_t *handle, apr_hash_t **prepared, int *count)
+{
+    apr_hash_index_t *hi;
+
+    if (prepared) {
+        *prepared = apr_hash_make(pool);
+    }
+    if (!conn->statements) {
+        return NULL;
+    }
+    for (hi = apr_hash_first(pool, conn->statements); hi; hi = apr_hash_next(hi)) {
+        const void *label;
+        void *query;
+        apr_dbd_prepared_t *st = NULL;
+
+        apr_hash_this(hi, &label, NULL, &query);
+        if (!*(const char *)query) {
+            continue;
+        }
+        if (apr_dbd_prepare(conn->driver, pool, handle, query, label, &st) != 0) {
+            return label;
+        }
+        if (prepared && st) {
+            apr_hash_set(*prepared, label, APR_HASH_KEY_STRING, st);
+        }
+        if (count) {
+            (*count)++;
+        }
+    }
+    return NULL;
+}
+
+/* Each connection's mark: SQLite opens a file that the process cannot write read-only,
+ * without an error, and keeps it so. Kept with the connection, in its own pool. */
+#define BANK_SQLITE_RO_KEY "mod_bank:sqlite_ro"
+
+static int *ro_mark(const bank_db_conn_t *conn)
+{
+    int *mark = NULL;
+
+    apr_pool_userdata_get((void **)&mark, BANK_SQLITE_RO_KEY, conn->pool);
+    if (!mark) {
+        mark = apr_pcalloc(conn->pool, sizeof(*mark));
+        apr_pool_userdata_setn(mark, BANK_SQLITE_RO_KEY, NULL, conn->pool);
+    }
+    return mark;
+}
+
+/* The session settings on handle (conn's or a new one's). */
+static void session_setup(const bank_db_conn_t *conn, apr_dbd_t *handle, apr_pool_t *pool,
+                          bank_log_where where)
+{
+    bank_db_t *db = bank_db_wrap(pool, conn->driver, handle, NULL);
+    const char *on = NULL, *cache = NULL;
+
+    if (bank_db_conn_is_pgsql(conn)) {
+        if (bank_db_query(db, BANK_PG_SESSION_SQL) != 0) {
+            bank_log(where, BANK_LOG_MARK, BANK_LOG_ERR,
+                     BANKLOGNO(0801) "cannot set up the database session: %s",
+                     last_error(pool, conn, handle));
+        }
+        return;
+    }
+    if (bank_db_query(db, BANK_SQLITE_SESSION_SQL) == 0) {
+        bank_db_query_value(db, "PRAGMA foreign_keys", &on);
+    }
+    /* A bounded page cache (BANK_SQLITE_CACHE_KIB); SQLite reads a negative size as KiB. */
+    if (bank_db_query(db, apr_psprintf(pool, "PRAGMA cache_size = -%d", BANK_SQLITE_CACHE_KIB)) ==
+        0) {
+        bank_db_query_value(db, "PRAGMA cache_size", &cache);
+    }
+    if (!on || strcmp(on, "1") != 0) {
+        bank_log(where, BANK_LOG_MARK, BANK_LOG_ERR,
+                 BANKLOGNO(0812) "SQLite connection: cannot turn foreign keys on: %s",
+                 last_error(pool, conn, handle));
+    } else {
+        bank_log(where, BANK_LOG_MARK, BANK_LOG_DEBUG,
+                 BANKLOGNO(0813) "SQLite connection: foreign_keys=%s cache_size=%s", on,
+                 cache ? cache : "(unknown)");
+    }
+}
+
+void bank_db_conn_setup(bank_db_conn_t *conn, apr_pool_t *ptemp, bank_log_where where,
+                        int reprepare)
+{
+    const char *label;
+
+    /* A file the process cannot write now is opened read-only, for good. */
+    if (!bank_db_conn_is_pgsql(conn) && access(conn->params, W_OK) != 0) {
+        *ro_mark(conn) = 1;
+    }
+    session_setup(conn, conn->handle, ptemp, where);
+    if (reprepare && !bank_db_conn_is_pgsql(conn) &&
+        (label = prepare_statements(conn, conn->pool, conn->handle, &conn->prepared, NULL))) {
+        bank_log(where, BANK_LOG_MARK, BANK_LOG_ERR,
+                 BANKLOGNO(0814) "cannot prepare %s again on a new SQLite connection: %s", label,
+                 last_error(ptemp, conn, conn->handle));
+    }
+}
+
+/* ---- a SQLite connection opened read-only ----
+ * It stays read-only after the file is writable again and the pool's check cannot tell: so
+ * it is replaced (same params, set-up SQL and statements) once a write succeeds on a new
+ * one. 0 if replaced; -1 (the old one kept) if not. Never inside a transaction. */
+static int sqlite_reopen(bank_db_t *db)
+{
+    bank_db_conn_t *conn = db->conn;
+    apr_dbd_t *handle = NULL, *old = conn->handle;
+    apr_hash_t *prepared;
+    const char *err = NULL, *label;
+    int i, n = 0;
+
+    if (bank_db_in_txn(db)) {
+        bank_log(db->where, BANK_LOG_MARK, BANK_LOG_DEBUG,
+                 BANKLOGNO(0811) "SQLite connection not replaced: inside a transaction");
+        return -1;
+    }
+    if (apr_dbd_open_ex(conn->driver, conn->pool, conn->params, &handle, &err) != APR_SUCCESS) {
+        bank_log(db->where, BANK_LOG_MARK, BANK_LOG_DEBUG,
+                 BANKLOGNO(0809) "cannot open a new SQLite connection: %s",
+                 err ? err : "no reason given");
+        return -1;
+    }
+    for (i = 0; conn->init_sql && i < conn->init_sql->nelts; i++) {
+        apr_dbd_query(conn->driver, handle, &n, APR_ARRAY_IDX(conn->init_sql, i, const char *));
+    }
+    session_setup(conn, handle, db->pool, db->where);
+    if (!bank_db_writable_handle(db, handle)) {
+        bank_log(db->where, BANK_LOG_MARK, BANK_LOG_DEBUG,
+                 BANKLOGNO(0810) "a new SQLite connection cannot write either: %s",
+                 last_error(db->pool, conn, handle));
+        apr_dbd_close(conn->driver, handle);
+        return -1;
+    }
+    if ((label = prepare_statements(conn, conn->pool, handle, &prepared, NULL)) != NULL) {
+        bank_log(db->where, BANK_LOG_MARK, BANK_LOG_ERR,
+                 BANKLOGNO(0807) "cannot prepare %s on a new SQLite connection: %s", label,
+                 last_error(db->pool, conn, handle));
+        apr_dbd_close(conn->driver, handle);
+        return -1;
+    }
+    conn->handle = handle;
+    conn->prepared = prepared;
+    if (db->src->ops->replaced) {
+        db->src->ops->replaced(db->src, conn);
+    }
+    bank_db_replace(db, handle, prepared);
+    apr_dbd_close(conn->driver, old);
+    *ro_mark(conn) = 0;
+    bank_log(db->where, BANK_LOG_MARK, BANK_LOG_WARNING,
+             BANKLOGNO(0808) "SQLite connection opened while the database was read-only "
+                             "replaced by a new one that can write");
+    return 0;
+}
+
+/* ---- a PostgreSQL session lost or re-opened ----
+ * apr_dbd_pgsql's check_conn (mod_dbd calls it on every acquire, the data layer after a
+ * failure) answers a closed connection with PQreset: a new session without the prepared
+ * statements or the set-up SQL, which a pool would keep lending as healthy; every statement
+ * on it fails ("prepared statement ... does not exist"). After a failed statement such a
+ * session is rebuilt as it was first built. */
+
+/* Prepared statements in the session: -1 if it cannot be asked (connection lost). */
+static int pg_statement_count(bank_db_t *db)
+{
+    const char *v = NULL;
+
+    if (bank_db_query_value(db, "SELECT count(*) FROM pg_prepared_statements", &v) != 0) {
+        return -1;
+    }
+    return v ? atoi(v) : -1;
+}
+
+/* Set-up SQL, mod_bank's session settings, then every statement under its label. */
+static int pg_restore(bank_db_t *db)
+{
+    bank_db_conn_t *conn = db->conn;
+    const char *label;
+    int i, count = 0;
+
+    for (i = 0; conn->init_sql && i < conn->init_sql->nelts; i++) {
+        if (bank_db_query(db, APR_ARRAY_IDX(conn->init_sql, i, const char *)) != 0) {
+            bank_log(db->where, BANK_LOG_MARK, BANK_LOG_WARNING,
+                     BANKLOGNO(0803) "DBDInitSQL failed on the re-opened connection: %s",
+                     bank_db_error(db));
+        }
+    }
+    if (bank_db_query(db, BANK_PG_SESSION_SQL) != 0) {
+        bank_log(db->where, BANK_LOG_MARK, BANK_LOG_WARNING,
+                 BANKLOGNO(0804) "cannot set up the re-opened database session: %s",
+                 bank_db_error(db));
+    }
+    if ((label = prepare_statements(conn, db->pool, conn->handle, NULL, &count)) != NULL) {
+        bank_log(db->where, BANK_LOG_MARK, BANK_LOG_ERR,
+                 BANKLOGNO(0805) "cannot prepare %s again on the re-opened database "
+                                 "connection: %s",
+                 label, last_error(db->pool, conn, conn->handle));
+        return -1;
+    }
+    bank_log(db->where, BANK_LOG_MARK, BANK_LOG_WARNING,
+             BANKLOGNO(0806) "database connection was re-opened (server restarted or "
+                             "connection lost): session restored, %d statements prepared",
+             count);
+    return 0;
+}
+
+bank_conn_state bank_db_conn_recover(bank_db_t *db)
+{
+    bank_db_conn_t *conn = db->conn;
+    bank_conn_state st = BANK_CONN_FRESH;
+    int n;
+
+    if (!bank_db_is_pgsql(db)) {
+        /* A refused write: a new connection if the database can be written now (FRESH, so
+         * the statement, which wrote nothing, runs again), else DOWN. */
+        if (bank_db_read_only(db)) {
+            *ro_mark(conn) = 1;
+            return sqlite_reopen(db) == 0 ? BANK_CONN_FRESH : BANK_CONN_DOWN;
+        }
+        /* SQLite has no session to lose; a handle that fails the check is unusable. */
+        return apr_dbd_check_conn(conn->driver, db->pool, conn->handle) == APR_SUCCESS
+                   ? BANK_CONN_INTACT
+                   : BANK_CONN_DOWN;
+    }
+    /* none prepared is a re-opened session only where some are expected */
+    if ((n = pg_statement_count(db)) > 0 || (n == 0 && !bank_db_conn_expects(conn))) {
+        return BANK_CONN_INTACT;
+    }
+    if (n < 0) {
+        /* Lost: PQreset re-opens it, if the server is back. */
+        if (apr_dbd_check_conn(conn->driver, db->pool, conn->handle) != APR_SUCCESS ||
+            (n = pg_statement_count(db)) < 0) {
+            return BANK_CONN_DOWN;
+        }
+        if (n > 0 || !bank_db_conn_expects(conn)) {
+            return n > 0 ? BANK_CONN_INTACT : BANK_CONN_RESTORED;
+        }
+        st = BANK_CONN_RESTORED;
+    }
+    return pg_restore(db) != 0 ? BANK_CONN_DOWN : st;
+}
+
+/* ---- lending ---- */
+
+bank_db_t *bank_db_acquire(bank_db_source_t *src, apr_pool_t *p, bank_log_where where,
+                           const char **err)
+{
+    bank_db_conn_t *conn = src->ops->acquire(src, p, err);
+    bank_db_t *db;
+
+    if (!conn) {
+        return NULL;
+    }
+    db = bank_db_wrap(p, conn->driver, conn->handle, conn->prepared);
+    db->conn = conn;
+    db->src = src;
+    db->where = where;
+    if (!bank_db_conn_is_pgsql(conn)) {
+        db->writer_lock = src->writer_lock;
+        /* marked read-only, and the file looks writable again: replace it before use */
+        if (*ro_mark(conn) && access(conn->params, W_OK) == 0) {
+            sqlite_reopen(db);
+        }
+    }
+    return db;
+}
+
+void bank_db_give(bank_db_t *db)
+{
+    if (db->conn && db->src->ops->release) {
+        if (db->in_txn) {
+            bank_db_end(db, 0);
+        }
+        db->src->ops->release(db->src, db->conn);
+        db->conn = NULL;
+    }
+}
+
+/* ---- a source of one's own: apr_dbd_open ---- */
+
+typedef struct {
+    const apr_dbd_driver_t *driver;
+    const char *params;
+} own_source_t;
+
+static apr_status_t close_conn(void *data)
+{
+    bank_db_conn_t *conn = data;
+
+    apr_dbd_close(conn->driver, conn->handle);
+    return APR_SUCCESS;
+}
+
+static bank_db_conn_t *own_acquire(bank_db_source_t *src, apr_pool_t *p, const char **err)
+{
+    own_source_t *own = src->data;
+    apr_pool_t *cp;
+    bank_db_conn_t *conn;
+    const char *why = NULL;
+
+    apr_pool_create(&cp, p);
+    conn = apr_pcalloc(cp, sizeof(*conn));
+    conn->driver = own->driver;
+    conn->pool = cp;
+    conn->params = own->params;
+    conn->prepared = apr_hash_make(cp);
+    if (apr_dbd_open_ex(own->driver, cp, own->params, &conn->handle, &why) != APR_SUCCESS ||
+        !conn->handle) {
+        *err =
+            apr_pstrcat(p, "cannot open the database: ", bank_db_error_line(p, why), (char *)NULL);
+        apr_pool_destroy(cp);
+        return NULL;
+    }
+    apr_pool_cleanup_register(cp, conn, close_conn, apr_pool_cleanup_null);
+    bank_db_conn_setup(conn, cp, NULL, 0);
+    return conn;
+}
+
+static void own_release(bank_db_source_t *src, bank_db_conn_t *conn)
+{
+    (void)src;
+    apr_pool_destroy(conn->pool);
+}
+
+static const bank_db_source_ops own_ops = {own_acquire, own_release, NULL};
+
+bank_db_source_t *bank_db_source_open(apr_pool_t *p, const char *driver_name, const char *params,
+                                      const char **err)
+{
+    const apr_dbd_driver_t *driver = NULL;
+    bank_db_source_t *src;
+    own_source_t *own;
+
+    apr_dbd_init(p);
+    if (apr_dbd_get_driver(p, driver_name, &driver) != APR_SUCCESS) {
+        *err = apr_psprintf(p, "apr_dbd driver %s is not available (install libaprutil1-dbd-%s)",
+                            driver_name, strcmp(driver_name, "pgsql") == 0 ? "pgsql" : "sqlite3");
+        return NULL;
+    }
+    own = apr_pcalloc(p, sizeof(*own));
+    own->driver = driver;
+    own->params = apr_pstrdup(p, params);
+    src = apr_pcalloc(p, sizeof(*src));
+    src->ops = &own_ops;
+    src->data = own;
+    return src;
+}
+
+bank_db_t *bank_db_open(apr_pool_t *p, const char *driver_name, const char *params,
+                        const char **err)
+{
+    bank_db_source_t *src = bank_db_source_open(p, driver_name, params, err);
+
+    return src ? bank_db_acquire(src, p, NULL, err) : NULL;
+}
+
+const char *bank_db_prepare_all(bank_db_t *db)
+{
+    const bank_stmt_t *st;
+    int i;
+
+    for (i = 0; (st = bank_stmt_at(i)) != NULL; i++) {
+        const char *err = bank_db_prepare(
+            db, st->label, bank_stmt_expand(db->conn->pool, st->sql, bank_db_is_pgsql(db)), 1);
+        if (err) {
+            return apr_psprintf(db->pool, "statement %s: %s", st->label, err);
+        }
+    }
+    return NULL;
+}

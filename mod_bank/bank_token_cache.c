@@ -1,0 +1,186 @@
+/* Verified token rows per process (bank_token_cache.h). Entries live in one pool, dropped
+ * together (every max_age, or when the table is full), so memory stays bounded without a
+ * per-entry free; an invalidated entry is unlinked and its bytes go with the next drop. */
+#include <string.h>
+#include <apr_strings.h>
+#include <apr_hash.h>
+#include <apr_thread_mutex.h>
+#include "bank_token_cache.h"
+
+typedef struct {
+    bank_token_row_t row;
+    const char *id;
+    apr_time_t fetched;
+} entry_t;
+
+struct bank_token_cache_s {
+    apr_thread_mutex_t *lock;
+    apr_pool_t *pool;   /* this generation's entries */
+    apr_hash_t *tokens; /* "scope/id" -> entry_t * */
+    apr_time_t born, max_age;
+    int max_entries;
+    int distrusted;
+    apr_uint64_t epoch; /* moves on every invalidation and distrust */
+};
+
+bank_token_cache_t *bank_token_cache_create(apr_pool_t *p, int max_entries, apr_time_t max_age,
+                                            const char **err)
+{
+    bank_token_cache_t *c = apr_pcalloc(p, sizeof(*c));
+
+    if (apr_thread_mutex_create(&c->lock, APR_THREAD_MUTEX_DEFAULT, p) != APR_SUCCESS ||
+        apr_pool_create(&c->pool, p) != APR_SUCCESS) {
+        *err = "no mutex or pool";
+        return NULL;
+    }
+    c->tokens = apr_hash_make(c->pool);
+    c->born = apr_time_now();
+    c->max_age = max_age;
+    c->max_entries = max_entries;
+    return c;
+}
+
+static const char *key_of(apr_pool_t *p, const void *scope, const char *id)
+{
+    return apr_psprintf(p, "%pp/%s", scope, id);
+}
+
+/* Drops every entry (the lock held). */
+static void drop_all(bank_token_cache_t *c, apr_time_t now)
+{
+    apr_pool_clear(c->pool);
+    c->tokens = apr_hash_make(c->pool);
+    c->born = now;
+}
+
+static void copy_row(apr_pool_t *p, bank_token_row_t *to, const bank_token_row_t *from)
+{
+    to->customer_id = apr_pstrdup(p, from->customer_id);
+    to->hash = apr_pstrdup(p, from->hash);
+    to->abilities = apr_pstrdup(p, from->abilities);
+    to->expires_at = apr_pstrdup(p, from->expires_at);
+    to->last_used_at = apr_pstrdup(p, from->last_used_at);
+}
+
+apr_uint64_t bank_token_cache_epoch(bank_token_cache_t *c)
+{
+    apr_uint64_t e;
+
+    apr_thread_mutex_lock(c->lock);
+    e = c->epoch;
+    apr_thread_mutex_unlock(c->lock);
+    return e;
+}
+
+int bank_token_cache_get(bank_token_cache_t *c, apr_pool_t *p, const void *scope, const char *id,
+                         apr_time_t max_age, bank_token_row_t *row)
+{
+    const char *key = key_of(p, scope, id);
+    const entry_t *e;
+    int hit = 0;
+
+    if (max_age > c->max_age) {
+        max_age = c->max_age;
+    }
+    apr_thread_mutex_lock(c->lock);
+    e = c->distrusted ? NULL : apr_hash_get(c->tokens, key, APR_HASH_KEY_STRING);
+    if (e && apr_time_now() - e->fetched < max_age) {
+        copy_row(p, row, &e->row);
+        hit = 1;
+    }
+    apr_thread_mutex_unlock(c->lock);
+    return hit;
+}
+
+void bank_token_cache_put(bank_token_cache_t *c, const void *scope, const char *id,
+                          const bank_token_row_t *row, apr_time_t fetched, apr_uint64_t epoch)
+{
+    apr_time_t now = apr_time_now();
+    entry_t *e;
+
+    apr_thread_mutex_lock(c->lock);
+    if (c->distrusted || epoch != c->epoch) {
+        apr_thread_mutex_unlock(c->lock);
+        return;
+    }
+    if (now - c->born >= c->max_age || (int)apr_hash_count(c->tokens) >= c->max_entries) {
+        drop_all(c, now);
+    }
+    e = apr_pcalloc(c->pool, sizeof(*e));
+    copy_row(c->pool, &e->row, row);
+    e->id = apr_pstrdup(c->pool, id);
+    e->fetched = fetched;
+    apr_hash_set(c->tokens, key_of(c->pool, scope, id), APR_HASH_KEY_STRING, e);
+    apr_thread_mutex_unlock(c->lock);
+}
+
+void bank_token_cache_touched(bank_token_cache_t *c, const void *scope, const char *id,
+                              const char *last_used)
+{
+    char key[256];
+    entry_t *e;
+
+    apr_snprintf(key, sizeof(key), "%pp/%s", scope, id);
+    apr_thread_mutex_lock(c->lock);
+    e = apr_hash_get(c->tokens, key, APR_HASH_KEY_STRING);
+    if (e) {
+        e->row.last_used_at = apr_pstrdup(c->pool, last_used);
+    }
+    apr_thread_mutex_unlock(c->lock);
+}
+
+void bank_token_cache_invalidate(bank_token_cache_t *c, const char *id)
+{
+    apr_hash_index_t *hi;
+
+    apr_thread_mutex_lock(c->lock);
+    c->epoch++;
+    /* every scope's entry of this id; apr_hash allows removing the current entry */
+    for (hi = apr_hash_first(NULL, c->tokens); hi; hi = apr_hash_next(hi)) {
+        const void *key;
+        apr_ssize_t klen;
+        void *val;
+
+        apr_hash_this(hi, &key, &klen, &val);
+        if (strcmp(((const entry_t *)val)->id, id) == 0) {
+            apr_hash_set(c->tokens, key, klen, NULL);
+        }
+    }
+    apr_thread_mutex_unlock(c->lock);
+}
+
+void bank_token_cache_distrust(bank_token_cache_t *c)
+{
+    apr_thread_mutex_lock(c->lock);
+    c->epoch++;
+    c->distrusted = 1;
+    drop_all(c, apr_time_now());
+    apr_thread_mutex_unlock(c->lock);
+}
+
+void bank_token_cache_trust(bank_token_cache_t *c)
+{
+    apr_thread_mutex_lock(c->lock);
+    c->distrusted = 0;
+    apr_thread_mutex_unlock(c->lock);
+}
+
+int bank_token_cache_distrusted(bank_token_cache_t *c)
+{
+    int d;
+
+    apr_thread_mutex_lock(c->lock);
+    d = c->distrusted;
+    apr_thread_mutex_unlock(c->lock);
+    return d;
+}
+
+int bank_token_cache_count(bank_token_cache_t *c)
+{
+    int n;
+
+    apr_thread_mutex_lock(c->lock);
+    n = (int)apr_hash_count(c->tokens);
+    apr_thread_mutex_unlock(c->lock);
+    return n;
+}

@@ -1,0 +1,268 @@
+/* The webhook's group commit (bank_group_commit.c) with threads against a real database
+ * (SQLite, and PostgreSQL with BANK_TEST_PG_PARAMS): notices queued together form one batch
+ * and one transaction; a repeat within a batch is written once; a batch the database refuses
+ * falls back to one notice per transaction, so only the refused one fails; without a
+ * connection every notice fails as worth retrying; and no caller returns stored before its
+ * notice is committed (another connection sees it). */
+#include <string.h>
+#include <unistd.h>
+#include <apr_thread_proc.h>
+#include <apr_thread_mutex.h>
+#include "unit.h"
+#include "db_fixture.h"
+#include "bank_group_commit.h"
+#include "bank_notice.h"
+
+#define MAX_THREADS 8
+
+typedef struct {
+    apr_thread_mutex_t *lock;
+    bank_group_t *g;
+    int expect; /* the leader's turn waits until this many are queued (0: no wait) */
+    int no_db;  /* connect gives none */
+    int connects, turns, reports, transient;
+} host_t;
+
+typedef struct {
+    host_t *h;
+    apr_pool_t *pool;
+    const char *ref, *status;
+    bank_group_item_t q;
+    long visible; /* rows of its reference another connection saw when it returned (-1: none) */
+} worker_t;
+
+static void count(host_t *h, int *n)
+{
+    apr_thread_mutex_lock(h->lock);
+    (*n)++;
+    apr_thread_mutex_unlock(h->lock);
+}
+
+static bank_db_t *h_connect(void *baton)
+{
+    worker_t *w = baton;
+    const char *err = NULL;
+    bank_db_t *db;
+
+    count(w->h, &w->h->connects);
+    if (w->h->no_db) {
+        return NULL;
+    }
+    db = bank_db_open(w->pool, fixture_driver, fixture_params, &err);
+    return db && !bank_db_prepare_all(db) ? db : NULL;
+}
+
+static int h_turn(void *baton)
+{
+    worker_t *w = baton;
+    int i;
+
+    count(w->h, &w->h->turns);
+    for (i = 0; i < 500 && bank_group_queued(w->h->g) < w->h->expect; i++) {
+        usleep(10000);
+    }
+    return 1;
+}
+
+static void h_give(void *baton)
+{
+    (void)baton;
+}
+
+static int h_failed(void *baton, bank_db_t *db, bank_db_rc rc, const char *what)
+{
+    worker_t *w = baton;
+    int transient = bank_db_transient(db, rc);
+
+    (void)what;
+    count(w->h, &w->h->reports);
+    if (transient) {
+        count(w->h, &w->h->transient);
+    }
+    return transient;
+}
+
+static const bank_group_host host = {h_connect, h_turn, h_give, h_failed};
+
+static void *APR_THREAD_FUNC worker(apr_thread_t *t, void *data)
+{
+    worker_t *w = data;
+    bank_notice_t *n = apr_pcalloc(w->pool, sizeof(*n));
+    const char *err = NULL;
+    bank_db_t *other;
+
+    (void)t; /* returns rather than apr_thread_exit: pthread_exit's unwinding upsets ASan */
+    n->service = "payments";
+    n->type = "fund_transfer";
+    n->status = "received";
+    n->amount = "5000";
+    n->status_code = w->status;
+    n->transaction_reference = w->ref;
+    w->q.put.n = n;
+    w->q.put.id = bank_uuid4(w->pool);
+    w->q.put.partner = "unit";
+    w->q.put.raw = "{}";
+    w->q.put.now = "2026-11-23T10:00:00.000Z";
+    w->visible = -1;
+    if (bank_group_item_init(&w->q, w->pool) != APR_SUCCESS) {
+        return NULL;
+    }
+    bank_group_commit(w->h->g, &w->q, &host, w, w->pool);
+    /* what another connection sees the moment the caller would answer */
+    other = bank_db_open(w->pool, fixture_driver, fixture_params, &err);
+    w->visible = other ? fixture_notices(other, w->ref) : -1;
+    return NULL;
+}
+
+/* n threads, each queueing one notice (refs[i], status codes T100 unless statuses). */
+static void run(apr_pool_t *p, host_t *h, worker_t *w, int n, const char *const *refs)
+{
+    apr_thread_t *t[MAX_THREADS];
+    const char *err = NULL;
+    int i;
+
+    apr_thread_mutex_create(&h->lock, APR_THREAD_MUTEX_DEFAULT, p);
+    h->g = bank_group_create(p, 64, &err);
+    CHECK(h->g != NULL);
+    for (i = 0; i < n; i++) {
+        memset(&w[i], 0, sizeof(w[i]));
+        w[i].h = h;
+        apr_pool_create(&w[i].pool, p);
+        w[i].ref = refs[i];
+        w[i].status = "T100";
+        CHECK(apr_thread_create(&t[i], NULL, worker, &w[i], p) == APR_SUCCESS);
+    }
+    for (i = 0; i < n; i++) {
+        apr_status_t rv;
+        apr_thread_join(&rv, t[i]);
+    }
+}
+
+static int seq;
+
+static const char *ref(apr_pool_t *p, const char *kind, int i)
+{
+    return apr_psprintf(p, "%s-%d-%d-%d", kind, (int)getpid(), seq, i);
+}
+
+/* Eight at once, two with the same key: one batch, one connection, one turn; the repeat
+ * written once; each caller sees its notice stored when it returns. */
+static void test_batch(bank_db_t *db)
+{
+    apr_pool_t *p = bank_db_pool(db);
+    const char *refs[8];
+    worker_t w[8];
+    host_t h = {0};
+    int i, added = 0;
+
+    seq++;
+    for (i = 0; i < 8; i++) {
+        refs[i] = ref(p, "GROUP", i < 7 ? i : 0);
+    }
+    h.expect = 8;
+    unit_log_clear();
+    run(p, &h, w, 8, refs);
+    CHECK(h.connects == 1 && h.turns == 1 && h.reports == 0);
+    CHECK(unit_logged("BANK0708: 8 payment notice(s) committed in one transaction"));
+    for (i = 0; i < 8; i++) {
+        CHECK(w[i].q.rc == BANK_DB_OK && !w[i].q.retry);
+        CHECK(w[i].visible == 1);
+        added += w[i].q.put.added;
+    }
+    CHECK(added == 7);
+}
+
+/* One notice the database refuses: the batch fails whole, then each notice is tried alone;
+ * only the refused one fails (not worth retrying) and the others are stored. */
+static void test_fallback(bank_db_t *db)
+{
+    apr_pool_t *p = bank_db_pool(db);
+    int pg = bank_db_is_pgsql(db), i;
+    const char *refs[6];
+    worker_t w[6];
+    host_t h = {0};
+
+    seq++;
+    CHECK(bank_db_query(db, pg ? "CREATE OR REPLACE FUNCTION unit_refuse_gc() RETURNS trigger "
+                                 "LANGUAGE plpgsql AS $$ BEGIN IF NEW.transaction_reference "
+                                 "LIKE 'REFUSED-%' THEN RAISE EXCEPTION 'refused'; END IF; "
+                                 "RETURN NEW; END $$; CREATE TRIGGER unit_refuse_gc BEFORE INSERT "
+                                 "ON payment_notices FOR EACH ROW EXECUTE FUNCTION "
+                                 "unit_refuse_gc()"
+                               : "CREATE TRIGGER unit_refuse_gc BEFORE INSERT ON payment_notices "
+                                 "WHEN NEW.transaction_reference LIKE 'REFUSED-%' "
+                                 "BEGIN SELECT RAISE(ABORT, 'refused'); END") == 0);
+    for (i = 0; i < 6; i++) {
+        refs[i] = ref(p, i == 3 ? "REFUSED" : "FALLBACK", i);
+    }
+    h.expect = 6;
+    run(p, &h, w, 6, refs);
+    CHECK(h.connects == 1);
+    /* the batch, then the refused notice alone: both reported, neither worth retrying */
+    CHECK(h.reports == 2 && h.transient == 0);
+    for (i = 0; i < 6; i++) {
+        if (i == 3) {
+            CHECK(w[i].q.rc == BANK_DB_ERROR && !w[i].q.retry && !w[i].q.put.added);
+            CHECK(w[i].visible == 0);
+        } else {
+            CHECK(w[i].q.rc == BANK_DB_OK && w[i].q.put.added);
+            CHECK(w[i].visible == 1);
+        }
+    }
+    CHECK(bank_db_query(db, pg ? "DROP TRIGGER unit_refuse_gc ON payment_notices"
+                               : "DROP TRIGGER unit_refuse_gc") == 0);
+    CHECK(pg || bank_db_prepare_all(db) == NULL);
+}
+
+/* No connection for the leader: every notice of its batch fails, worth retrying, none stored. */
+static void test_no_connection(bank_db_t *db)
+{
+    apr_pool_t *p = bank_db_pool(db);
+    const char *refs[3];
+    worker_t w[3];
+    host_t h = {0};
+    int i;
+
+    seq++;
+    for (i = 0; i < 3; i++) {
+        refs[i] = ref(p, "NODB", i);
+    }
+    h.expect = 3;
+    h.no_db = 1;
+    run(p, &h, w, 3, refs);
+    for (i = 0; i < 3; i++) {
+        CHECK(w[i].q.rc != BANK_DB_OK && w[i].q.retry && w[i].visible == 0);
+    }
+}
+
+/* Without a queue (g NULL) a notice commits alone. */
+static void test_alone(bank_db_t *db)
+{
+    apr_pool_t *p = bank_db_pool(db);
+    host_t h = {0};
+    worker_t w;
+
+    seq++;
+    memset(&w, 0, sizeof(w));
+    w.h = &h;
+    w.pool = p;
+    w.ref = ref(p, "ALONE", 0);
+    w.status = "T100";
+    apr_thread_mutex_create(&h.lock, APR_THREAD_MUTEX_DEFAULT, p);
+    worker(NULL, &w);
+    CHECK(w.q.rc == BANK_DB_OK && w.q.put.added && w.visible == 1);
+    CHECK(h.connects == 1 && h.turns == 0);
+}
+
+static void each(bank_db_t *db)
+{
+    test_batch(db);
+    test_fallback(db);
+    test_no_connection(db);
+    test_alone(db);
+}
+
+static void run_tests(apr_pool_t *p)
+{
+    fixture_each(p, each);
+}
