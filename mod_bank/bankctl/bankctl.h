@@ -55,14 +55,15 @@ const char *ctl_read_password(ctl_t *c, apr_table_t *o, const char *cmd);
 
 /* database.c: which database, opened */
 void ctl_open(ctl_t *c, int creating);
-/* The database with the store's statements prepared; _ready: and the identity keys loaded. */
+/* The database with the store's statements prepared. */
 void ctl_open_db(ctl_t *c);
-void ctl_open_ready(ctl_t *c);
 void ctl_db_fail(ctl_t *c, const char *what) __attribute__((noreturn));
 const char *ctl_customer_id(ctl_t *c, const char *email, int must);
 
-/* identity.c: the identity keys (--keys), loaded and checked against the open database */
+/* identity.c: the identity keys (--keys), loaded and checked against the open database;
+ * ctl_open_ready: ctl_open_db, then the keys */
 void ctl_load_keys(ctl_t *c);
+void ctl_open_ready(ctl_t *c);
 
 /* the commands */
 int cmd_migrate(ctl_t *c, apr_table_t *o);

@@ -115,12 +115,6 @@ void ctl_open_db(ctl_t *c)
     }
 }
 
-void ctl_open_ready(ctl_t *c)
-{
-    ctl_open_db(c);
-    ctl_load_keys(c);
-}
-
 void ctl_db_fail(ctl_t *c, const char *what)
 {
     const char *err = bank_db_error(c->db);

@@ -66,6 +66,12 @@ void ctl_load_keys(ctl_t *c)
     bank_crypt_use(kr);
 }
 
+void ctl_open_ready(ctl_t *c)
+{
+    ctl_open_db(c);
+    ctl_load_keys(c);
+}
+
 /* ---- rekey ---- */
 
 int cmd_rekey(ctl_t *c, apr_table_t *o)
