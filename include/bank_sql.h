@@ -34,6 +34,7 @@ extern const bank_stmt_t bank_store_auth_sql[];
 extern const bank_stmt_t bank_store_customer_sql[];
 extern const bank_stmt_t bank_store_notice_sql[];
 extern const bank_stmt_t bank_store_push_sql[];
+extern const bank_stmt_t bank_store_identity_sql[];
 
 /* Statement i of all the store's statements, or NULL past the last. */
 const bank_stmt_t *bank_stmt_at(int i);

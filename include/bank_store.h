@@ -8,6 +8,7 @@
 
 #include <apr_pools.h>
 #include <apr_tables.h>
+#include "bank_crypt.h"
 #include "bank_db.h"
 #include "bank_notice.h"
 #include "bank_push.h"
@@ -62,7 +63,10 @@ bank_db_rc bank_store_count_prune(bank_db_t *db, bank_counts_table table, const 
 bank_db_rc bank_store_device_upsert(bank_db_t *db, const char *customer_id, const char *device,
                                     const char *now);
 
-/* ---- customers, identity records, accounts (bank_store_customer.c) ---- */
+/* ---- customers, identity records, accounts (bank_store_customer.c) ----
+ * A customer's BVN and the identity records are stored sealed with the keyring of
+ * bank_crypt_use (docs/security.md) and given back plain; a value that does not open fails
+ * the call (BANK_DB_ERROR, the reason in bank_db_error), never yields another row's data. */
 
 typedef struct {
     const char *id;
@@ -84,6 +88,7 @@ bank_db_rc bank_store_customer_by_email(bank_db_t *db, const char *email, bank_c
  * it in the id order (with random ids, a random sample); from NULL: from the start. */
 bank_db_rc bank_store_password_sample(bank_db_t *db, const char *from, int limit,
                                       const char *const **hashes, int *n);
+bank_db_rc bank_store_customer_by_id(bank_db_t *db, const char *id, bank_customer_t *out);
 /* id, email, password, names, phone, email_verified, created_at and updated_at of c. */
 bank_db_rc bank_store_customer_insert(bank_db_t *db, const bank_customer_t *c);
 /* Stores BVN and referral code on a customer not yet verified; *changed 0 when a concurrent
@@ -105,6 +110,19 @@ bank_db_rc bank_store_bvn_record_upsert(bank_db_t *db, const bank_bvn_record_t *
  * as source and now as when it was checked. */
 bank_db_rc bank_store_bvn_record_keep(bank_db_t *db, const bank_bvn_record_t *rec,
                                       const char *source, const char *now);
+
+/* A kept record with where it came from (bankctl bvn show). */
+typedef struct {
+    bank_bvn_record_t rec;
+    const char *source;     /* "table" or the provider's name */
+    const char *checked_at; /* when the provider confirmed it; NULL: loaded by the operator */
+} bank_bvn_kept_t;
+
+bank_db_rc bank_store_bvn_record_get(bank_db_t *db, const char *bvn, bank_bvn_kept_t *out);
+/* Deletes the record of a BVN; *count 0 when there was none. */
+bank_db_rc bank_store_bvn_record_delete(bank_db_t *db, const char *bvn, int *count);
+/* The keyed hash a BVN is looked up by (NULL without a hash key). */
+const char *bank_store_bvn_hash(bank_db_t *db, const char *bvn);
 
 typedef struct {
     const char *id;
@@ -129,7 +147,7 @@ typedef struct {
     const char *owner;        /* who holds the BVN asked about; read only while the customer
                                  has no BVN; NULL: nobody */
     bank_throttle_t count;    /* the counter (scope, customer) of the unexpired window; 0: none */
-    bank_bvn_record_t record; /* bvn NULL: no record of the BVN */
+    bank_bvn_record_t record; /* bvn NULL: no record of the BVN; phone not read */
 } bank_onboard_row_t;
 
 /* The customer, their account, the BVN's holder, the customer's counter in `scope` (its
@@ -141,6 +159,21 @@ bank_db_rc bank_store_account_serial_next(bank_db_t *db, const char *now, apr_in
 /* A verified personal NGN account with balance 0: id, customer_id, bank_name,
  * bank_account_id, account_name, account_number, created_at and updated_at of a. */
 bank_db_rc bank_store_account_insert(bank_db_t *db, const bank_account_t *a);
+
+/* ---- identity keys and sealing in batches (bank_store_identity.c) ---- */
+
+/* Records each key's check value the first time the database sees it, then compares:
+ * *wrong (NULL: all good) says which key is not the one the database knows, or which key
+ * id rows are sealed with that kr lacks. */
+bank_db_rc bank_store_identity_keys_check(bank_db_t *db, const bank_keyring_t *kr,
+                                          const char **wrong);
+/* How many rows still hold identity data in plain text (written before sealing). */
+bank_db_rc bank_store_identity_plain(bank_db_t *db, apr_int64_t *count);
+/* One batch, in one transaction: up to limit customers and limit identity records that are
+ * plain or sealed with another key than kr's current one, sealed with the current key.
+ * *done: rows changed (0: nothing left). A value that does not open fails the batch. */
+bank_db_rc bank_store_identity_reseal(bank_db_t *db, const bank_keyring_t *kr, int limit,
+                                      int *done);
 
 /* ---- banks and payment notices (bank_store_notice.c) ---- */
 

@@ -4,8 +4,9 @@
 #include <apr_strings.h>
 #include "bank_sql.h"
 
-static const bank_stmt_t *const sets[] = {bank_store_auth_sql, bank_store_customer_sql,
-                                          bank_store_notice_sql, bank_store_push_sql, NULL};
+static const bank_stmt_t *const sets[] = {bank_store_auth_sql,     bank_store_customer_sql,
+                                          bank_store_notice_sql,   bank_store_push_sql,
+                                          bank_store_identity_sql, NULL};
 
 const bank_stmt_t *bank_stmt_at(int i)
 {

@@ -19,6 +19,7 @@
 #include "mod_bank_db.h"
 #include "mod_bank_banks.h"
 #include "mod_bank_bvn.h"
+#include "mod_bank_identity.h"
 #include "mod_bank_sign_in.h"
 #include "mod_bank_webhook.h"
 #include "mod_bank_health.h"
@@ -160,7 +161,8 @@ static int bank_post_config(apr_pool_t *pconf, apr_pool_t *plog, apr_pool_t *pte
     bank_idp_post_config(pconf, s);
     bank_metrics_post_config(pconf, s);
     bank_verify_post_config(pconf, s);
-    if (bank_webhook_post_config(pconf, s) != OK || bank_push_post_config(pconf, s) != OK) {
+    if (bank_webhook_post_config(pconf, s) != OK || bank_push_post_config(pconf, s) != OK ||
+        bank_identity_post_config(pconf, ptemp, s) != OK) {
         return HTTP_INTERNAL_SERVER_ERROR;
     }
     if (bank_db_post_config(pconf, plog, ptemp, s) != OK) {

@@ -17,6 +17,7 @@
 #include "bank_sign_in.h"
 #include "mod_bank_push.h"
 #include "bank_push.h"
+#include "mod_bank_identity.h"
 
 APLOG_USE_MODULE(bank);
 
@@ -693,4 +694,12 @@ const command_rec bank_cmds[] = {
                   "Calls per push message before it is marked failed (default 8, at most 100)"),
     AP_INIT_TAKE1("BankPushTimeout", set_push_number, &push_timeout, RSRC_CONF,
                   "Seconds an FCM or token call may take (default 10, at most 300)"),
+    AP_INIT_TAKE2("BankIdentityKey", bank_identity_set_key, NULL, RSRC_CONF,
+                  "ID FILE: the key new identity data is encrypted with (owner-only file, "
+                  "64 hex digits)"),
+    AP_INIT_TAKE2("BankIdentityOldKey", bank_identity_set_old_key, NULL, RSRC_CONF,
+                  "ID FILE: an older key identity data may still be encrypted with (several "
+                  "allowed; bankctl rekey moves rows to the current key)"),
+    AP_INIT_TAKE1("BankIdentityHashKey", bank_identity_set_hash_key, NULL, RSRC_CONF,
+                  "FILE: the key of the keyed hash BVNs are found by (owner-only file)"),
     {NULL}};

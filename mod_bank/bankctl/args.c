@@ -61,9 +61,9 @@ apr_table_t *ctl_parse_opts(ctl_t *c, int argc, const char *const *argv,
             eq = strchr(a, '=');
             name = eq ? apr_pstrndup(c->pool, a + 2, (apr_size_t)(eq - a - 2)) : a + 2;
         }
-        if (strcmp(name, "db") == 0) {
-            static const opt_t db_opt = {"db", 1};
-            o = &db_opt;
+        if (strcmp(name, "db") == 0 || strcmp(name, "keys") == 0) {
+            static const opt_t db_opt = {"db", 1}, keys_opt = {"keys", 1};
+            o = strcmp(name, "db") == 0 ? &db_opt : &keys_opt;
         } else {
             for (o = spec; o->name && strcmp(o->name, name) != 0; o++) {
             }
@@ -79,11 +79,12 @@ apr_table_t *ctl_parse_opts(ctl_t *c, int argc, const char *const *argv,
         } else if (eq) {
             die(EXIT_USAGE, "%s: --%s takes no value", cmd, name);
         }
-        if (strcmp(name, "db") == 0) {
-            if (c->db_spec) {
-                die(EXIT_USAGE, "--db given twice");
+        if (strcmp(name, "db") == 0 || strcmp(name, "keys") == 0) {
+            const char **spec = strcmp(name, "db") == 0 ? &c->db_spec : &c->keys_spec;
+            if (*spec) {
+                die(EXIT_USAGE, "--%s given twice", name);
             }
-            c->db_spec = val;
+            *spec = val;
             continue;
         }
         if (apr_table_get(t, name)) {

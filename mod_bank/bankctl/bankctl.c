@@ -16,7 +16,7 @@
 #define XSTR(x) STR(x)
 
 static const char usage_head[] =
-    "usage: bankctl [--db sqlite:PATH | --db postgresql://...] COMMAND [OPTIONS]\n"
+    "usage: bankctl [--db sqlite:PATH | --db postgresql://...] [--keys FILE] COMMAND [OPTIONS]\n"
     "       bankctl [COMMAND [SUBCOMMAND]] --help\n"
     "       bankctl --version\n"
     "\n";
@@ -30,6 +30,10 @@ static const char usage_tail[] =
     "$BANK_CHECKOUT/run).\n"
     "SQL files (migrate): --sql-dir, else $BANK_SQL_DIR, else $BANK_CHECKOUT/sql, else\n"
     "  " BANK_SQL_DIR " (where make install puts them).\n"
+    "Identity keys (every command but migrate, notices and bvn check): --keys FILE, else\n"
+    "$BANK_IDENTITY_KEYS, else $BANK_RUN_DIR/identity-keys.conf (the dev server's), else\n"
+    "/etc/mod_bank/identity-keys.conf; the file holds BankIdentityKey, BankIdentityOldKey\n"
+    "and BankIdentityHashKey lines as httpd.conf does (docs/operations.md).\n"
     "Exit status: 0 done, 1 failed, 2 bad arguments (bvn check: 3 mismatch).\n";
 
 static const opt_t o_migrate[] = {{"demo", 0}, {"sql-dir", 1}, {NULL, 0}};
@@ -47,6 +51,9 @@ static const opt_t o_notices[] = {{"limit", 1}, {"json", 0}, {NULL, 0}};
 static const opt_t o_check[] = {{"f", 1}, {NULL, 0}};
 static const opt_t o_push_list[] = {{"pending", 0}, {"failed", 0}, {"limit", 1}, {NULL, 0}};
 static const opt_t o_push_retry[] = {{"id", 2}, {NULL, 0}};
+static const opt_t o_rekey[] = {{"batch", 1}, {"batches", 1}, {NULL, 0}};
+static const opt_t o_bvn_show[] = {{"bvn", 1}, {NULL, 0}};
+static const opt_t o_customer_show[] = {{"email", 1}, {"id", 1}, {NULL, 0}};
 
 static const ctl_command_t commands[] = {
     {"migrate", NULL, "migrate", o_migrate,
@@ -58,10 +65,22 @@ static const ctl_command_t commands[] = {
      "               --first F --last L --phone PH [--verified]\n"
      "      add a customer and print its customerId (--password -: read it from stdin)\n",
      cmd_customer_add},
+    {"customer", "show", "customer show", o_customer_show,
+     "customer show (--email E | --id ID)\n"
+     "      print a customer as one JSON object, the BVN decrypted\n",
+     cmd_customer_show},
     {"bvn", "add", "bvn add", o_bvn_add,
      "bvn add --bvn B --dob YYYY-MM-DD --first F --last L [--phone PH]\n"
      "      add or replace an identity-provider BVN record\n",
      cmd_bvn_add},
+    {"bvn", "show", "bvn show", o_bvn_show,
+     "bvn show --bvn B\n"
+     "      print the identity record kept for a BVN as one JSON object, decrypted\n",
+     cmd_bvn_show},
+    {"bvn", "delete", "bvn delete", o_bvn_show,
+     "bvn delete --bvn B\n"
+     "      delete the identity record of a BVN; print how many (0 or 1)\n",
+     cmd_bvn_delete},
     {"bvn", "check", "bvn check", o_bvn_check,
      "bvn check --bvn B --dob YYYY-MM-DD --first F --last L [--provider dojah|prembly]\n"
      "            [--url BASE-URL] [--app-id ID] [--key SECRET | --credentials FILE]\n"
@@ -102,6 +121,13 @@ static const ctl_command_t commands[] = {
      "push retry ID\n"
      "      send failed push message ID again (its attempts counted afresh)\n",
      cmd_push_retry},
+    {"rekey", NULL, "rekey", o_rekey,
+     "rekey [--batch N] [--batches N]\n"
+     "      encrypt identity data still in plain text, and move data encrypted with an older\n"
+     "      key to the current one, N rows a transaction (default " XSTR(
+         500) "); --batches:\n"
+              "      stop after that many; safe to interrupt and run again, while httpd serves\n",
+     cmd_rekey},
     {NULL, NULL, NULL, NULL, NULL, NULL}};
 
 /* The core's log (bank_log.h) on stderr: warnings and worse, with their tag. */
@@ -176,6 +202,12 @@ static int global_options(ctl_t *c, int argc, const char *const *argv)
             c->db_spec = argv[i] + 5;
         } else if (strcmp(argv[i], "--db") == 0) {
             die(EXIT_USAGE, "--db needs a value");
+        } else if (strcmp(argv[i], "--keys") == 0 && i + 1 < argc && !c->keys_spec) {
+            c->keys_spec = argv[++i];
+        } else if (strncmp(argv[i], "--keys=", 7) == 0 && !c->keys_spec) {
+            c->keys_spec = argv[i] + 7;
+        } else if (strncmp(argv[i], "--keys", 6) == 0) {
+            die(EXIT_USAGE, "--keys needs a value, once");
         } else {
             /* The name only: "--password=..." before the command must not echo a secret. */
             die(EXIT_USAGE, "unknown option %s (see bankctl --help)",

@@ -25,8 +25,9 @@ typedef struct {
 
 typedef struct {
     apr_pool_t *pool;
-    const char *checkout; /* $BANK_CHECKOUT or the checkout of build/bankctl, else NULL */
-    const char *db_spec;  /* --db as given */
+    const char *checkout;  /* $BANK_CHECKOUT or the checkout of build/bankctl, else NULL */
+    const char *db_spec;   /* --db as given */
+    const char *keys_spec; /* --keys as given */
     const char *driver_name;
     const char *params;
     const char *sqlite_path; /* NULL for PostgreSQL */
@@ -54,9 +55,15 @@ const char *ctl_read_password(ctl_t *c, apr_table_t *o, const char *cmd);
 
 /* database.c: which database, opened */
 void ctl_open(ctl_t *c, int creating);
-void ctl_open_ready(ctl_t *c);
+/* The database with the store's statements prepared. */
+void ctl_open_db(ctl_t *c);
 void ctl_db_fail(ctl_t *c, const char *what) __attribute__((noreturn));
 const char *ctl_customer_id(ctl_t *c, const char *email, int must);
+
+/* identity.c: the identity keys (--keys), loaded and checked against the open database;
+ * ctl_open_ready: ctl_open_db, then the keys */
+void ctl_load_keys(ctl_t *c);
+void ctl_open_ready(ctl_t *c);
 
 /* the commands */
 int cmd_migrate(ctl_t *c, apr_table_t *o);
@@ -73,5 +80,9 @@ int cmd_check(ctl_t *c, apr_table_t *o); /* check.c: reads an httpd configuratio
 const char *ctl_sql_dir(apr_pool_t *p, apr_table_t *o, const char **from);
 int cmd_push_list(ctl_t *c, apr_table_t *o); /* push.c */
 int cmd_push_retry(ctl_t *c, apr_table_t *o);
+int cmd_rekey(ctl_t *c, apr_table_t *o);
+int cmd_bvn_show(ctl_t *c, apr_table_t *o);
+int cmd_bvn_delete(ctl_t *c, apr_table_t *o);
+int cmd_customer_show(ctl_t *c, apr_table_t *o);
 
 #endif

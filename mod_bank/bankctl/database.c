@@ -105,7 +105,7 @@ void ctl_open(ctl_t *c, int creating)
     }
 }
 
-void ctl_open_ready(ctl_t *c)
+void ctl_open_db(ctl_t *c)
 {
     const char *err;
 

@@ -87,7 +87,7 @@ int cmd_notices(ctl_t *c, apr_table_t *o)
     int json = apr_table_get(o, "json") != NULL, i;
     apr_array_header_t *rows;
 
-    ctl_open_ready(c);
+    ctl_open_db(c); /* notices hold no identity data */
     if (bank_store_notices_list(c->db, (int)limit, &rows) != BANK_DB_OK) {
         ctl_db_fail(c, "cannot list the notices");
     }

@@ -11,6 +11,7 @@ use Apache::TestRequest ();
 use Time::HiRes ();
 use IO::Socket::INET ();
 use POSIX ();
+use JSON::PP ();
 use Bank::Test qw(:DEFAULT free_port);
 use Bank::BvnTest;
 use Bank::Servers qw(main_server concurrent);
@@ -39,12 +40,14 @@ sub throttle_count {
           . " AND subject = '$v->{c}{id}'), 0)");
 }
 
+# The kept record, decrypted by bankctl (the database holds it encrypted, docs/security.md).
 sub record_row {
     my ($bvn) = @_;
-    return db_value("SELECT first_name || '|' || last_name || '|' || date_of_birth || '|'"
-          . " || source || '|' || COALESCE(phone, 'no phone') || '|'"
-          . " || CASE WHEN checked_at IS NULL THEN 'unchecked' ELSE 'checked' END"
-          . " FROM bvn_records WHERE bvn = '$bvn'");
+    my ($rc, $out, $err) = bankctl('bvn', 'show', '--bvn', $bvn);
+    return $err =~ /no record of that BVN/ ? '' : "bankctl failed: $err" if $rc;
+    my $r = JSON::PP::decode_json($out);
+    return join '|', @$r{qw(firstName lastName dateOfBirth source)}, $r->{phone} // 'no phone',
+      $r->{checked} ? 'checked' : 'unchecked';
 }
 
 # A customer Ada Obi with a token and no identity record; the provider knows them unless

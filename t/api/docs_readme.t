@@ -1,6 +1,6 @@
 # README.md's "Installing on a Debian 12 server", run as written on a copy of Debian's
 # /etc/apache2: its conf-available file (the block marked docs-test: readme-debian-conf) and
-# its steps (docs-test: readme-debian-steps: the directory, the migration, a2enmod dbd,
+# its steps (docs-test: readme-debian-steps: the identity keys, the directory, the migration, a2enmod dbd,
 # a2enconf mod_bank), with only the paths, the port and the run directories replaced. The
 # server must pass apache2 -t, start, answer every endpoint, and log nothing at warn or worse
 # at start-up or after a graceful restart.
@@ -27,7 +27,7 @@ my $root = $> == 0;
 # Debian's configuration as the apache2 package ships it (whatever else the host has
 # installed or enabled); its port and directories are what the test changes.
 debian_apache2("$dir/apache2");
-mkdir "$dir/$_" for qw(run lock log state);
+mkdir "$dir/$_" for qw(run lock log state etc);
 spew("$dir/apache2/ports.conf",
     slurp("$dir/apache2/ports.conf") =~ s/^Listen 80$/Listen 127.0.0.1:$port/mr);
 spew("$dir/apache2/sites-available/000-default.conf",
@@ -49,6 +49,7 @@ spew("$dir/apache2/mod_bank/bank.conf", slurp('conf/bank.conf'));
 my $conf = substitute(doc_block('README.md', 'readme-debian-conf'), 'README conf',
     '/usr/lib/apache2/modules/mod_bank.so' => $ENV{BANK_MODULE},
     '/var/lib/mod_bank/bank.db'            => "$dir/lib/bank.db",
+    '/etc/mod_bank/identity-keys.conf'     => "$dir/etc/mod_bank/identity-keys.conf",
     '/etc/apache2/mod_bank/bank.conf'      => "$dir/apache2/mod_bank/bank.conf");
 spew("$dir/apache2/conf-available/mod_bank.conf", $conf);
 my ($client_key) = $conf =~ /^BankClientKey (\S+)/m;
@@ -59,8 +60,8 @@ my ($secret)     = $conf =~ /^BankWebhookSecret (\S+)/m;
 my @steps = grep { /\S/ && !/^\s*#/ } split /\n/, doc_block('README.md', 'readme-debian-steps');
 for my $step (@steps) {
     next if $step =~ /^(apache2ctl|systemctl)\b/;
-    my $cmd = $step =~ s{/var/lib/mod_bank}{$dir/lib}gr =~ s{/etc/apache2}{$dir/apache2}gr
-      =~ s{(^|\s)bankctl\b}{$1$work/bin/bankctl}r;
+    my $cmd = $step =~ s{/var/lib/mod_bank}{$dir/lib}gr =~ s{/etc/mod_bank}{$dir/etc/mod_bank}gr
+      =~ s{/etc/apache2}{$dir/apache2}gr =~ s{(^|\s)bankctl\b}{$1$work/bin/bankctl}r;
     $cmd .= " -f $dir/apache2/apache2.conf" if $step eq 'bankctl check';
     $cmd =~ s/ -o www-data -g www-data// unless $root;
     $cmd =~ s/^runuser -u www-data -- // unless $root;
@@ -84,7 +85,7 @@ $h->check_syntax('README');
 $h->start('README') or BAIL_OUT('README configuration does not serve');
 
 local $ENV{BANK_CTL} = ($root ? 'runuser -u www-data -- ' : '')
-  . "$work/bin/bankctl --db 'sqlite:$dir/lib/bank.db'";
+  . "$work/bin/bankctl --db 'sqlite:$dir/lib/bank.db' --keys '$dir/etc/mod_bank/identity-keys.conf'";
 exercise($h->base, 'README', client_key => $client_key, webhook_secret => $secret);
 sleep 1;
 is(join("\n", bad_log_lines($h->log_since(0))), '', 'README: nothing at warn or worse after a start');

@@ -76,7 +76,17 @@ my $var = "$root/var/lib/mod_bank";
 system('mkdir', '-p', $var);
 my @as = $> == 0 ? ('runuser', '-u', 'nobody', '--') : ();
 chown scalar(getpwnam 'nobody'), -1, $var if $> == 0;
-my $ctl = join ' ', @as, "$root/usr/bin/bankctl", "--db sqlite:$var/bank.db";
+# The identity keys, as site.conf's comment makes them (under $root).
+my $keys = "$root/etc/mod_bank";
+system('mkdir', '-p', "$keys/keys");
+for my $k (qw(k1 hash)) {
+    system("umask 077 && openssl rand -hex 32 >'$keys/keys/$k.key'") == 0 or die 'openssl rand';
+}
+spew("$keys/identity-keys.conf",
+    "BankIdentityKey k1 $keys/keys/k1.key\nBankIdentityHashKey $keys/keys/hash.key\n");
+system('chown', '-R', 'nobody', $keys) if $> == 0;
+my $ctl = join ' ', @as, "$root/usr/bin/bankctl", "--db sqlite:$var/bank.db",
+  "--keys $keys/identity-keys.conf";
 # Its SQL directory is the package's, compiled in (make deb); here the files are under $root,
 # so BANK_SQL_DIR, the documented override, points there.
 like(`$root/usr/bin/bankctl --help`, qr{^  /usr/share/mod_bank/sql }m,
@@ -93,6 +103,7 @@ my $port = free_port();
 my $site = slurp("$root/etc/apache2/sites-available/bank.conf");
 $site =~ s{<VirtualHost \*:80>}{<VirtualHost 127.0.0.1:$port>};
 $site =~ s{/var/lib/mod_bank}{$var}g;
+$site =~ s{^Include /etc/mod_bank/}{Include $keys/}m;
 $site =~ s{Include /usr/}{Include $root/usr/}g;
 spew("$root/site.conf", $site);
 my $loads = join '', map { my $t = slurp($_); $t =~ s{ (/usr/lib/apache2/modules/mod_bank\.so)}{ $root$1}g; $t }

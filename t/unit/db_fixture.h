@@ -9,6 +9,7 @@
 #include <apr_strings.h>
 #include <apr_file_io.h>
 #include <apr_time.h>
+#include "bank_crypt.h"
 #include "bank_db.h"
 #include "bank_encoding.h"
 #include "bank_migrate.h"
@@ -88,10 +89,35 @@ static bank_db_t *fixture_pgsql(apr_pool_t *p)
     return db;
 }
 
+/* The identity keys the store seals with: the suite's (BANK_TEST_KEYS, so that its
+ * httpd accepts the database afterwards), else keys of this run. */
+static void fixture_keys(apr_pool_t *p)
+{
+    static const unsigned char enc[BANK_KEY_LEN] = "unit-test-encryption-key-32bytes";
+    static const unsigned char hash[BANK_KEY_LEN] = "unit-test-hash-key-of-32-bytes!!";
+    const char *file = getenv("BANK_TEST_KEYS"), *err = NULL;
+    bank_keyring_t *kr = NULL;
+
+    if (file && *file) {
+        err = bank_keyring_read_conf(p, file, &kr);
+    } else {
+        kr = bank_keyring_make(p);
+        bank_keyring_add(kr, "unit", enc, 1);
+        bank_keyring_set_hash_key(kr, hash);
+    }
+    if (err) {
+        fprintf(stderr, "fixture: %s\n", err);
+    }
+    bank_crypt_use(kr);
+}
+
 /* Runs fn on a fresh SQLite database and, with BANK_TEST_PG_PARAMS, on PostgreSQL. */
 static void fixture_each(apr_pool_t *p, void (*fn)(bank_db_t *db))
 {
-    bank_db_t *lite = fixture_sqlite(p), *pg = NULL;
+    bank_db_t *lite, *pg = NULL;
+
+    fixture_keys(p);
+    lite = fixture_sqlite(p);
 
     CHECK(lite != NULL);
     if (lite) {

@@ -249,22 +249,15 @@ static bank_onboard_verdict run_provider(bank_db_t *db, bank_onboard_t *st,
 /* The kept record of bvn: names|date|source|phone or "none"|checked or not. */
 static const char *kept(bank_db_t *db, const char *bvn)
 {
-    apr_pool_t *p = bank_db_pool(db);
-    const char *v = NULL;
-    int pg = bank_db_is_pgsql(db);
+    bank_bvn_kept_t k;
+    bank_db_rc rc = bank_store_bvn_record_get(db, bvn, &k);
 
-    if (bank_db_query_value(
-            db,
-            apr_pstrcat(p, "SELECT first_name || '|' || last_name || '|' || ",
-                        pg ? "to_char(date_of_birth, 'YYYY-MM-DD')" : "date_of_birth",
-                        " || '|' || source || '|' || COALESCE(phone, 'none') || '|' || CASE WHEN "
-                        "checked_at IS NULL THEN 'unchecked' ELSE 'checked' END FROM bvn_records "
-                        "WHERE bvn = '",
-                        bvn, "'", (char *)NULL),
-            &v) != 0) {
-        return NULL;
+    if (rc != BANK_DB_OK) {
+        return rc == BANK_DB_NOT_FOUND ? "" : NULL;
     }
-    return v ? v : "";
+    return apr_pstrcat(bank_db_pool(db), k.rec.first_name, "|", k.rec.last_name, "|",
+                       k.rec.date_of_birth, "|", k.source, "|", k.rec.phone ? k.rec.phone : "none",
+                       "|", k.checked_at ? "checked" : "unchecked", (char *)NULL);
 }
 
 static void test_provider(bank_db_t *db)

@@ -4,6 +4,7 @@ package Bank::BvnTest;
 use strict;
 use warnings FATAL => 'all';
 use Exporter 'import';
+use JSON::PP ();
 use Bank::Test;
 
 our @EXPORT = qw(next_bvn used_bvns verifiable bvn_req bvn_post nuban next_serial customer_row
@@ -74,11 +75,12 @@ sub next_serial {
           . " 'serial')::regclass), 0) + 1");
 }
 
-# bvn|referral_code of a customer, as stored ('' for NULL).
+# bvn|referral_code of a customer, as stored ('' for NULL), the BVN decrypted by bankctl
+# (the database holds it encrypted, docs/security.md).
 sub customer_row {
     my ($id) = @_;
-    return db_value("SELECT COALESCE(bvn, '') || '|' || COALESCE(referral_code, '')"
-          . " FROM customers WHERE id = '$id'");
+    my $c = JSON::PP::decode_json(scalar bankctl('customer', 'show', '--id', $id));
+    return join '|', $c->{bvn} // '', $c->{referralCode} // '';
 }
 
 sub account_count {

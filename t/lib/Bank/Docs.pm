@@ -70,7 +70,8 @@ sub run_user { return $> == 0 ? 'www-data' : scalar getpwuid($>) }
 
 # The head of a small httpd.conf of a test's own on the suite's database: ServerRoot $dir,
 # files named $name there, listening on @ports, children as the test server's (nobody when
-# run as root), the modules mod_bank needs, and the database of scripts/run-tests.
+# run as root), the modules mod_bank needs, and the database and identity keys of
+# scripts/run-tests.
 sub private_conf {
     my ($dir, $name, @ports) = @_;
     my $user = $> == 0 ? "User nobody\nGroup nogroup\n" : '';
@@ -89,6 +90,7 @@ LoadModule bank_module $ENV{BANK_MODULE}
 DBDriver $ENV{BANK_DBDRIVER}
 DBDParams "$ENV{BANK_DBPARAMS}"
 DBDInitSQL "$ENV{BANK_DBINIT}"
+Include "$ENV{BANK_TEST_KEYS}"
 CONF
 }
 

@@ -1,0 +1,237 @@
+/* The identity keys (mod_bank_identity.h). Key files are read with the configuration (as
+ * root, before httpd drops privileges), so that they can be readable by root only and
+ * `apachectl -t` names a missing or open file. At start-up the database is asked whether it
+ * knows the keys: a key whose check value differs from the one recorded at its first use is
+ * refused, as is a database whose rows are sealed with a key id not configured. */
+#include <string.h>
+#include <apr_strings.h>
+#include <apr_file_info.h>
+#include <apr_dbd.h>
+#include <http_core.h>
+#include <mod_dbd.h>
+#include <openssl/crypto.h>
+#include "mod_bank.h"
+#include "mod_bank_identity.h"
+#include "bank_crypt.h"
+#include "bank_db.h"
+#include "bank_store.h"
+
+APLOG_USE_MODULE(bank);
+
+/* The keys of the configuration being read; a new configuration (a restart) starts anew. */
+static bank_keyring_t *ring = NULL;
+static int has_hash = 0;
+
+static apr_status_t forget_ring(void *data)
+{
+    (void)data;
+    ring = NULL;
+    has_hash = 0;
+    return APR_SUCCESS;
+}
+
+static bank_keyring_t *the_ring(apr_pool_t *pconf)
+{
+    if (!ring) {
+        ring = bank_keyring_make(pconf);
+        apr_pool_cleanup_register(pconf, NULL, forget_ring, apr_pool_cleanup_null);
+    }
+    return ring;
+}
+
+/* Reads the key file named by the directive: a relative path is from the directory of the
+ * file the directive is written in, as bankctl reads the same lines. */
+static const char *read_key(cmd_parms *cmd, const char *path, unsigned char *key)
+{
+    const char *err = ap_check_cmd_context(cmd, GLOBAL_ONLY), *file = path, *in, *slash;
+
+    if (err) {
+        return err;
+    }
+    in = cmd->directive ? cmd->directive->filename : NULL;
+    if (path[0] != '/' && in && (slash = strrchr(in, '/')) != NULL) {
+        file =
+            apr_pstrcat(cmd->temp_pool, apr_pstrndup(cmd->temp_pool, in, (apr_size_t)(slash - in)),
+                        "/", path, (char *)NULL);
+    }
+    if (!(file = ap_server_root_relative(cmd->temp_pool, file))) {
+        return apr_psprintf(cmd->pool, "%s: bad path %s", cmd->cmd->name, path);
+    }
+    err = bank_key_file_read(cmd->temp_pool, file, key);
+    return err ? apr_psprintf(cmd->pool, "%s: %s", cmd->cmd->name, err) : NULL;
+}
+
+static const char *add_key(cmd_parms *cmd, const char *id, const char *path, int current)
+{
+    unsigned char key[BANK_KEY_LEN];
+    const char *err;
+
+    if (!bank_key_id_valid(id)) {
+        return apr_psprintf(cmd->pool, "%s: a key id is 1 to %d of A-Z a-z 0-9 _ - .",
+                            cmd->cmd->name, BANK_KEY_ID_MAX);
+    }
+    if (!(err = read_key(cmd, path, key)) &&
+        (err = bank_keyring_add(the_ring(cmd->pool), id, key, current)) != NULL) {
+        err = apr_psprintf(cmd->pool, "%s: %s", cmd->cmd->name,
+                           current && bank_keyring_current(ring)
+                               ? "given twice: one current key; the older ones are "
+                                 "BankIdentityOldKey"
+                               : err);
+    }
+    OPENSSL_cleanse(key, sizeof(key));
+    return err;
+}
+
+const char *bank_identity_set_key(cmd_parms *cmd, void *cfg, const char *id, const char *path)
+{
+    (void)cfg;
+    return add_key(cmd, id, path, 1);
+}
+
+const char *bank_identity_set_old_key(cmd_parms *cmd, void *cfg, const char *id, const char *path)
+{
+    (void)cfg;
+    return add_key(cmd, id, path, 0);
+}
+
+const char *bank_identity_set_hash_key(cmd_parms *cmd, void *cfg, const char *path)
+{
+    unsigned char key[BANK_KEY_LEN];
+    const char *err;
+
+    (void)cfg;
+    if (has_hash) {
+        return apr_psprintf(cmd->pool, "%s: given twice", cmd->cmd->name);
+    }
+    if (!(err = read_key(cmd, path, key))) {
+        bank_keyring_set_hash_key(the_ring(cmd->pool), key);
+        has_hash = 1;
+    }
+    OPENSSL_cleanse(key, sizeof(key));
+    return err;
+}
+
+/* mod_dbd's settings of server s (its record begins with a pointer to them), or NULL when
+ * it has no DBDriver sqlite3 or pgsql. */
+static const dbd_cfg_t *server_dbd(server_rec *s)
+{
+    module *dbd = ap_find_linked_module("mod_dbd.c");
+    dbd_cfg_t *const *rec = dbd ? ap_get_module_config(s->module_config, dbd) : NULL;
+    const dbd_cfg_t *cfg = rec ? *rec : NULL;
+
+    if (!cfg || !cfg->server || !cfg->name || !cfg->params ||
+        (strcmp(cfg->name, "sqlite3") != 0 && strcmp(cfg->name, "pgsql") != 0)) {
+        return NULL;
+    }
+    return cfg;
+}
+
+/* 1 if a server (the main one or a virtual host) has a database, so identity data. */
+static int any_database(server_rec *s)
+{
+    for (; s; s = s->next) {
+        if (server_dbd(s)) {
+            return 1;
+        }
+    }
+    return 0;
+}
+
+/* Opens the first database configured (the main server's, else a virtual host's) for the
+ * check, or says why it cannot (then the server starts: a database that is down at start-up
+ * answers 503 until it is back, and the keys are checked again at the next start). SQLite:
+ * an absent file is not created here. */
+static bank_db_t *open_db(apr_pool_t *p, server_rec *s, const char **why)
+{
+    const dbd_cfg_t *cfg = NULL;
+    apr_finfo_t fi;
+    bank_db_t *db;
+
+    *why = NULL;
+    for (; s && !cfg; s = s->next) {
+        cfg = server_dbd(s);
+    }
+    if (!cfg) {
+        *why = "no DBDriver sqlite3 or pgsql";
+        return NULL;
+    }
+    if (strcmp(cfg->name, "sqlite3") == 0 &&
+        apr_stat(&fi, cfg->params, APR_FINFO_TYPE, p) != APR_SUCCESS) {
+        *why = "the SQLite file is not there";
+        return NULL;
+    }
+    if (!(db = bank_db_open(p, cfg->name, cfg->params, why))) {
+        return NULL;
+    }
+    /* A graceful restart runs this while the children write: wait for their locks as they
+     * wait for each other (docs/configuration.md, busy_timeout). */
+    if (!bank_db_is_pgsql(db)) {
+        bank_db_query(db, "PRAGMA busy_timeout = 5000");
+    }
+    if ((*why = bank_db_prepare_all(db)) != NULL) {
+        *why = apr_pstrcat(p, "the schema is missing or out of date (", *why, ")", (char *)NULL);
+        return NULL;
+    }
+    return db;
+}
+
+/* The keys against the database: not OK for a wrong key. */
+static int check_db(apr_pool_t *ptemp, server_rec *s)
+{
+    apr_pool_t *p;
+    const char *why = NULL, *wrong = NULL;
+    apr_int64_t plain = 0;
+    bank_db_t *db;
+    int rc = OK;
+
+    /* A pool of its own, destroyed here: the connection is closed before the fork. */
+    apr_pool_create(&p, ptemp);
+    if (!(db = open_db(p, s, &why))) {
+        ap_log_error(APLOG_MARK, APLOG_WARNING, 0, s,
+                     BANKLOGNO(1703) "identity keys not checked against the database: %s", why);
+    } else if (bank_store_identity_keys_check(db, ring, &wrong) != BANK_DB_OK) {
+        ap_log_error(APLOG_MARK, APLOG_WARNING, 0, s,
+                     BANKLOGNO(1704) "identity keys not checked against the database: %s",
+                     bank_db_error(db));
+    } else if (wrong) {
+        ap_log_error(APLOG_MARK, APLOG_CRIT, 0, s,
+                     BANKLOGNO(1705) "BankIdentityKey: %s; refusing to start "
+                                     "(docs/security.md, key rotation)",
+                     wrong);
+        rc = HTTP_INTERNAL_SERVER_ERROR;
+    } else if (bank_store_identity_plain(db, &plain) == BANK_DB_OK && plain > 0) {
+        ap_log_error(APLOG_MARK, APLOG_WARNING, 0, s,
+                     BANKLOGNO(1706) "%" APR_INT64_T_FMT " rows of identity data are still "
+                                     "plain text: seal them with 'bankctl rekey' "
+                                     "(docs/operations.md)",
+                     plain);
+    }
+    apr_pool_destroy(p);
+    return rc;
+}
+
+int bank_identity_post_config(apr_pool_t *pconf, apr_pool_t *ptemp, server_rec *s)
+{
+    (void)pconf;
+    /* No database, no identity data: the module may serve without keys (nothing to map). */
+    if (!any_database(s)) {
+        bank_crypt_use(ring);
+        return OK;
+    }
+    if (!ring || !bank_keyring_current(ring)) {
+        ap_log_error(APLOG_MARK, APLOG_CRIT, 0, s,
+                     BANKLOGNO(1701) "BankIdentityKey is not set: mod_bank stores BVNs and "
+                                     "identity records encrypted and needs a key file "
+                                     "(docs/configuration.md); refusing to start");
+        return HTTP_INTERNAL_SERVER_ERROR;
+    }
+    if (!has_hash) {
+        ap_log_error(APLOG_MARK, APLOG_CRIT, 0, s,
+                     BANKLOGNO(1702) "BankIdentityHashKey is not set: mod_bank finds BVNs by "
+                                     "a keyed hash and needs its key file "
+                                     "(docs/configuration.md); refusing to start");
+        return HTTP_INTERNAL_SERVER_ERROR;
+    }
+    bank_crypt_use(ring);
+    return check_db(ptemp, s);
+}

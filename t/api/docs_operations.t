@@ -1,0 +1,41 @@
+# docs/operations.md's "Identity keys": the lines that make the keys (the block marked
+# docs-test: operations-identity-keys) run as written, with /etc/mod_bank in a directory of
+# this test's own; the files are owner-only, and bankctl encrypts and reads a BVN record
+# with them on a new database.
+use strict;
+use warnings FATAL => 'all';
+use Apache::Test qw(-withtestmore);
+use File::Temp qw(tempdir);
+use Bank::Test qw(:DEFAULT slurp spew);
+use Bank::Docs qw(doc_block substitute);
+
+my $work = $ENV{BANK_TEST_ROOT};
+my $dir  = tempdir(CLEANUP => 1, DIR => $work);
+mkdir "$dir/etc";
+my $sh = substitute(doc_block('docs/operations.md', 'operations-identity-keys'),
+    'operations.md', '/etc/mod_bank' => "$dir/etc/mod_bank");
+spew("$dir/keys.sh", $sh);
+my $out = `sh -e '$dir/keys.sh' 2>&1`;
+is($?, 0, 'the lines run') or diag($out);
+
+my $etc = "$dir/etc/mod_bank";
+is((stat "$etc/keys")[2] & 07777, 0700, 'keys/ is 0700');
+for my $k (qw(k1 hash)) {
+    is((stat "$etc/keys/$k.key")[2] & 07777, 0600, "$k.key is 0600");
+    like(slurp("$etc/keys/$k.key"), qr/\A[0-9a-f]{64}\n\z/, "$k.key: 64 hex digits");
+}
+like(slurp("$etc/identity-keys.conf"), qr/^BankIdentityKey k1 \Q$etc\E\/keys\/k1\.key$/m,
+    'identity-keys.conf names the key');
+
+my $ctl = "BANK_SQL_DIR='$work/sql' $work/bin/bankctl --db 'sqlite:$dir/bank.db'"
+  . " --keys '$etc/identity-keys.conf'";
+$out = `$ctl migrate 2>&1`;
+is($?, 0, 'migrate') or diag($out);
+$out = `$ctl bvn add --bvn 22233344455 --dob 1977-07-07 --first Ada --last Obi 2>&1`;
+is($?, 0, 'bvn add with these keys') or diag($out);
+like(`$ctl bvn show --bvn 22233344455 2>&1`, qr/"dateOfBirth":"1977-07-07"/,
+    'bvn show reads it back');
+my $db = do { local $/; open my $fh, '<:raw', "$dir/bank.db" or die $!; <$fh> };
+unlike($db, qr/22233344455|1977-07-07/, 'the database file holds neither in clear');
+
+done_testing();
