@@ -103,6 +103,38 @@ sub bankctl_ok {
     return $out;
 }
 
+# Another session on a node runs $sql in a transaction, then sleeps $secs and rolls back, in
+# the background: what $sql locks is held meanwhile. Returns its pid once it holds.
+sub hold {
+    my ($self, $node, $secs, $sql) = @_;
+    my $app = "bank_hold_$$" . '_' . $seq++;
+    my $pid = fork // die "fork: $!";
+    if (!$pid) {
+        $ENV{PGAPPNAME} = $app;
+        { exec($ENV{BANK_PSQL} // 'psql', '-X', '-q', '-o', '/dev/null', '-v', 'ON_ERROR_STOP=1',
+            $self->url($node), '-c', "BEGIN; $sql; SELECT pg_sleep($secs); ROLLBACK;") }
+        POSIX::_exit(1);
+    }
+    for (1 .. 400) {
+        return $pid if $self->sql($node, "SELECT count(*) FROM pg_stat_activity"
+              . " WHERE application_name = '$app' AND wait_event = 'PgSleep'", 'postgres');
+        last if waitpid($pid, POSIX::WNOHANG()) == $pid;
+        Time::HiRes::sleep(0.025);
+    }
+    kill 'TERM', $pid;
+    waitpid $pid, 0;
+    die "hold: the session never slept holding ($sql)";
+}
+
+# The pids of a node's postmaster and of every process it started.
+sub processes {
+    my ($self, $node) = @_;
+    my $pm = slurp($self->dir($node) . '/data/postmaster.pid');
+    ($pm) = $pm =~ /^(\d+)/;
+    my @kids = split /\s+/, `pgrep -P $pm`;
+    return ($pm, grep { /^\d+$/ } @kids);
+}
+
 # n httpd servers on the multi-host conninfo (start_server's options).
 sub servers {
     my ($self, $n, %o) = @_;
