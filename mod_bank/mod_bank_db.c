@@ -7,6 +7,7 @@
 #include <apr_optional.h>
 #include <http_protocol.h>
 #include <http_request.h>
+#include <ap_mpm.h>
 #include "mod_bank.h"
 #include "mod_bank_db.h"
 #include "bank_db_source.h"
@@ -24,6 +25,41 @@ static APR_OPTIONAL_FN_TYPE(ap_dbd_close) *dbd_close = NULL;
 
 /* One per process (created before the fork): SQLite writers of a process take turns (bank_db.c). */
 static apr_thread_mutex_t *sqlite_writer = NULL;
+
+/* BankDatabaseTimeout, and the guard of this process (NULL in the parent). */
+static apr_interval_time_t db_timeout = apr_time_from_sec(BANK_DB_TIMEOUT_DEFAULT);
+static bank_db_guard_t *db_guard = NULL;
+
+static apr_status_t unset_timeout(void *unused)
+{
+    (void)unused;
+    db_timeout = apr_time_from_sec(BANK_DB_TIMEOUT_DEFAULT);
+    return APR_SUCCESS;
+}
+
+void bank_db_set_timeout(apr_pool_t *pconf, apr_interval_time_t timeout)
+{
+    db_timeout = timeout;
+    apr_pool_cleanup_register(pconf, NULL, unset_timeout, apr_pool_cleanup_null);
+}
+
+void bank_db_child_init(apr_pool_t *pchild, server_rec *s)
+{
+    int threads = 0;
+
+    if (db_timeout <= 0) {
+        return;
+    }
+    /* one slot per thread that may run a statement at once (and a few for mod_watchdog's) */
+    if (ap_mpm_query(AP_MPMQ_MAX_THREADS, &threads) != APR_SUCCESS || threads < 1) {
+        threads = 1;
+    }
+    if (!(db_guard = bank_db_guard_pgsql(pchild, threads + 8))) {
+        ap_log_error(APLOG_MARK, APLOG_WARNING, 0, s,
+                     BANKLOGNO(2201) "no statement guard in this process: a PostgreSQL server "
+                                     "that stops answering is waited for without bound");
+    }
+}
 
 void bank_db_retrieve_optional(void)
 {
@@ -173,6 +209,7 @@ static apr_status_t bank_db_post_connect(apr_pool_t *pool, dbd_cfg_t *cfg, ap_db
     conn->params = cfg->params;
     conn->init_sql = cfg->init_queries;
     conn->statements = cfg->queries;
+    conn->timeout = db_timeout;
     conn->source_data = rec;
     apr_pool_userdata_setn(conn, BANK_DBD_CONN_KEY, NULL, rec->pool);
     bank_db_conn_setup(conn, pool, &w, 1);
@@ -274,6 +311,7 @@ static bank_db_t *acquire(request_rec *r, const bank_db_source_ops *ops, void *d
     src->ops = ops;
     src->data = data;
     src->writer_lock = sqlite_writer;
+    src->guard = db_guard;
     if (!(db = bank_db_acquire(src, r->pool, mod_bank_where(r), &err))) {
         ap_log_rerror(APLOG_MARK, APLOG_ERR, 0, r, BANKLOGNO(0202) "%s", err);
     }
