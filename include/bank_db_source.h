@@ -12,6 +12,7 @@
 #include <apr_thread_mutex.h>
 #include "bank_db.h"
 #include "bank_log.h"
+#include "bank_db_guard.h"
 
 /* One connection as a source lends it. The data layer may put a new connection in handle
  * and prepared (a re-opened one) and then tells the source through its replaced(). */
@@ -26,6 +27,10 @@ typedef struct {
     const char *params;
     const apr_array_header_t *init_sql;
     apr_hash_t *statements;
+    /* How long one statement may wait for a PostgreSQL server (BankDatabaseTimeout): the
+     * session's statement_timeout and lock_timeout, and the statement guard's deadline.
+     * 0: no bound (bankctl: a migration may take long). */
+    apr_interval_time_t timeout;
     void *source_data; /* the source's own */
 } bank_db_conn_t;
 
@@ -46,6 +51,8 @@ struct bank_db_source_s {
     void *data;
     /* SQLite in a threaded server: the process's writer lock (bank_db.c), else NULL. */
     apr_thread_mutex_t *writer_lock;
+    /* The process's statement guard (bank_db_guard.h), else NULL. */
+    bank_db_guard_t *guard;
 };
 
 /* A handle on a connection from src, used through p (results, error texts), logging to where.
@@ -63,6 +70,10 @@ void bank_db_give(bank_db_t *db);
  * new conn->prepared. */
 void bank_db_conn_setup(bank_db_conn_t *conn, apr_pool_t *ptemp, bank_log_where where,
                         int reprepare);
+/* A statement guard for a source's PostgreSQL connections (bank_db_guard.h): it cancels a
+ * statement past its connection's timeout through libpq, then cuts its socket. At most slots
+ * statements at once; stops with p. NULL if it cannot be started. */
+bank_db_guard_t *bank_db_guard_pgsql(apr_pool_t *p, int slots);
 /* 1 on PostgreSQL. */
 int bank_db_conn_is_pgsql(const bank_db_conn_t *conn);
 

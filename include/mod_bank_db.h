@@ -30,6 +30,12 @@ int bank_db_post_config(apr_pool_t *pconf, apr_pool_t *plog, apr_pool_t *ptemp, 
 void bank_db_retrieve_optional(void);
 /* The database drivers of the servers, as the last post_config found them ("none": none). */
 const char *bank_db_drivers(void);
+/* BankDatabaseTimeout (server-wide): how long one statement may wait for PostgreSQL. The
+ * configuration is read again on every restart and may no longer set it: the default then. */
+#define BANK_DB_TIMEOUT_DEFAULT 5
+void bank_db_set_timeout(apr_pool_t *pconf, apr_interval_time_t timeout);
+/* Each child process: the statement guard (bank_db_guard.h) that bounds waits on PostgreSQL. */
+void bank_db_child_init(apr_pool_t *pchild, server_rec *s);
 /* Registers mod_bank on mod_dbd's post_connect hook (each new connection described for the
  * data layer, its session set up). */
 void bank_db_register_hooks(void);

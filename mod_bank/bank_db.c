@@ -3,8 +3,10 @@
  * in bank_db_txn.c, connections and their recovery in bank_db_conn.c). Statements are
  * prepared once per connection (mod_dbd does it for the module, bank_db_prepare_all for
  * bankctl and the tests); no SQL text is ever built from input. */
+#include <dlfcn.h>
 #include <string.h>
 #include <strings.h>
+#include <sys/socket.h>
 #include <apr_strings.h>
 #include <apr_tables.h>
 #include "bank_db.h"
@@ -124,11 +126,155 @@ bank_db_rc bank_db_fail(bank_db_t *db, const char *why)
     return BANK_DB_ERROR;
 }
 
+/* ---- bounded waits on PostgreSQL ----
+ * A session's statement_timeout and lock_timeout (bank_db_conn.c) make the server give up a
+ * statement past the bound, with an error. Two waits remain. A commit waiting for a
+ * synchronous standby that is gone: statement_timeout does not cover it (the server stops
+ * the timer before it commits), and a cancel ends the wait but not the commit, which then
+ * succeeds with only a warning, the write kept on the primary and confirmed by no standby.
+ * And a server that does not answer at all (stopped, frozen). The statement guard
+ * (bank_db_guard.h) covers both: a moment after the bound it cancels the statement as any
+ * client may (PQcancel: the commit's wait ends and its backend is free again), and if even
+ * that brings no answer it shuts the socket down, so the blocked call fails and the
+ * connection counts as lost. A commit that came back only after the bound is counted failed
+ * (503: the client's retry is safe, see docs/deployment.md). */
+#define BANK_DB_GUARD_CANCEL apr_time_from_msec(250)
+#define BANK_DB_GUARD_CUT apr_time_from_msec(1500)
+
+/* libpq's functions, looked up where apr_dbd's pgsql driver loaded libpq (the module does not
+ * link libpq itself, so a SQLite-only server needs none). */
+typedef struct {
+    int (*socket)(const void *pgconn);
+    void *(*get_cancel)(void *pgconn);
+    int (*cancel)(void *cancel, char *errbuf, int errbufsize);
+    void (*free_cancel)(void *cancel);
+} pq_fns;
+
+static const pq_fns *pq(void)
+{
+    static pq_fns fns;
+    static int looked;
+
+    if (!looked) { /* the same answers whichever thread looks first */
+        fns.socket = (int (*)(const void *))(apr_uintptr_t)dlsym(RTLD_DEFAULT, "PQsocket");
+        fns.get_cancel = (void *(*)(void *))(apr_uintptr_t)dlsym(RTLD_DEFAULT, "PQgetCancel");
+        fns.cancel = (int (*)(void *, char *, int))(apr_uintptr_t)dlsym(RTLD_DEFAULT, "PQcancel");
+        fns.free_cancel = (void (*)(void *))(apr_uintptr_t)dlsym(RTLD_DEFAULT, "PQfreeCancel");
+        looked = 1;
+    }
+    return fns.socket ? &fns : NULL;
+}
+
+/* The connection's socket, or -1. */
+static int pg_socket(bank_db_t *db)
+{
+    const pq_fns *f = pq();
+    void *pgconn = f ? apr_dbd_native_handle(db->driver, db->handle) : NULL;
+
+    return pgconn ? f->socket(pgconn) : -1;
+}
+
+/* The guard's cancel pair (bank_db_guard.h): PQcancel on a PGcancel made for the statement. */
+static void pg_cancel(void *arg)
+{
+    char err[256];
+
+    pq()->cancel(arg, err, (int)sizeof(err));
+}
+
+static void pg_cancel_free(void *arg)
+{
+    pq()->free_cancel(arg);
+}
+
+bank_db_guard_t *bank_db_guard_pgsql(apr_pool_t *p, int slots)
+{
+    const pq_fns *f = pq();
+    int can = f && f->get_cancel && f->cancel && f->free_cancel;
+
+    return bank_db_guard_start(p, slots, apr_time_from_msec(100), can ? pg_cancel : NULL,
+                               can ? pg_cancel_free : NULL);
+}
+
+void bank_db_watch_begin(bank_db_t *db, bank_db_watch_t *w)
+{
+    const pq_fns *f;
+    void *pgconn, *cancel = NULL;
+
+    w->ticket = -1;
+    w->start = 0;
+    if (db->timeout <= 0 || !bank_db_is_pgsql(db)) {
+        return;
+    }
+    w->start = apr_time_now();
+    if (db->guard && (f = pq()) != NULL &&
+        (pgconn = apr_dbd_native_handle(db->driver, db->handle)) != NULL) {
+        if (f->get_cancel) {
+            cancel = f->get_cancel(pgconn);
+        }
+        w->ticket = bank_db_guard_enter(db->guard, f->socket(pgconn),
+                                        w->start + db->timeout + BANK_DB_GUARD_CANCEL,
+                                        w->start + db->timeout + BANK_DB_GUARD_CUT, cancel);
+    }
+}
+
+int bank_db_watch_end(bank_db_t *db, bank_db_watch_t *w, int rv, int commits)
+{
+    if (!w->start) {
+        return rv;
+    }
+    if (bank_db_guard_leave(db->guard, w->ticket) == BANK_GUARD_CUT) {
+        db->cause = apr_psprintf(db->pool,
+                                 "the database server did not answer within %" APR_TIME_T_FMT
+                                 " s (BankDatabaseTimeout and a grace period): connection closed",
+                                 apr_time_sec(db->timeout + BANK_DB_GUARD_CUT));
+        db->conn_lost = 1;
+        return rv ? rv : BANK_DB_RV_UNCONFIRMED;
+    }
+    if (rv == 0 && commits && apr_time_now() - w->start >= db->timeout) {
+        db->cause = apr_psprintf(db->pool,
+                                 "commit waited for synchronous replication longer than "
+                                 "%" APR_TIME_T_FMT " s (BankDatabaseTimeout), then cancelled: "
+                                 "kept on the primary, not confirmed by a standby",
+                                 apr_time_sec(db->timeout));
+        return BANK_DB_RV_UNCONFIRMED;
+    }
+    return rv;
+}
+
+/* A server in recovery (a standby, a demoted primary) refuses every write: the connection
+ * is closed, so that the pool opens a new one, through the conninfo's host list, rather than
+ * lending this one again. The probe makes libpq notice at once (the pool's check then
+ * re-opens it). */
+static void pg_drop(bank_db_t *db)
+{
+    int fd = pg_socket(db), n = 0;
+
+    if (fd >= 0) {
+        shutdown(fd, SHUT_RDWR);
+        apr_dbd_query(db->driver, db->handle, &n, "SELECT 1");
+    }
+    db->conn_lost = 1;
+}
+
 /* ---- statements ---- */
 
 bank_db_rc bank_db_classify(bank_db_t *db, int rv)
 {
+    if (db->cause) {
+        bank_db_fail(db, db->cause);
+        db->cause = NULL;
+        return BANK_DB_BUSY;
+    }
     bank_db_fail(db, bank_db_error_line(db->pool, apr_dbd_error(db->driver, db->handle, rv)));
+    if (bank_db_is_pgsql(db) && strstr(db->error, "read-only transaction")) {
+        db->error = apr_pstrcat(db->pool, db->error,
+                                " (the server is in recovery: a standby or a demoted primary; "
+                                "connection closed)",
+                                (char *)NULL);
+        pg_drop(db);
+        return BANK_DB_BUSY;
+    }
     /* SQLITE_READONLY's own text: the driver's statements are prepared the legacy way, so
      * a step that fails returns SQLITE_ERROR whatever the reason. */
     if (!bank_db_is_pgsql(db) && strstr(db->error, "readonly database")) {
@@ -315,6 +461,7 @@ static bank_db_rc run_select(bank_db_t *db, const char *label, int nargs, const 
                              apr_dbd_results_t **res)
 {
     apr_dbd_prepared_t *st = lookup(db, label);
+    bank_db_watch_t w;
     bank_db_rc rc;
     int rv, again;
 
@@ -323,7 +470,9 @@ static bank_db_rc run_select(bank_db_t *db, const char *label, int nargs, const 
     }
     /* random=1: the pgsql driver reports SQL errors only in that mode. */
     db->statements++;
+    bank_db_watch_begin(db, &w);
     rv = apr_dbd_pselect(db->driver, db->pool, db->handle, res, st, 1, nargs, (const char **)args);
+    rv = bank_db_watch_end(db, &w, rv, !db->in_txn && !is_select(label));
     if (rv == 0) {
         return BANK_DB_OK;
     }
@@ -332,8 +481,10 @@ static bank_db_rc run_select(bank_db_t *db, const char *label, int nargs, const 
     if (again && (st = lookup(db, label)) != NULL) {
         *res = NULL;
         db->statements++;
+        bank_db_watch_begin(db, &w);
         rv = apr_dbd_pselect(db->driver, db->pool, db->handle, res, st, 1, nargs,
                              (const char **)args);
+        rv = bank_db_watch_end(db, &w, rv, !db->in_txn && !is_select(label));
         rc = rv == 0 ? BANK_DB_OK : bank_db_classify(db, rv);
     }
     return rc;
@@ -378,6 +529,7 @@ bank_db_rc bank_db_exec(bank_db_t *db, const char *label, int *affected, int nar
 {
     apr_dbd_prepared_t *st = lookup(db, label);
     bank_db_rc rc = BANK_DB_OK;
+    bank_db_watch_t w;
     int n = 0, rv, mine, again;
 
     if (!st) {
@@ -385,13 +537,17 @@ bank_db_rc bank_db_exec(bank_db_t *db, const char *label, int *affected, int nar
     }
     mine = bank_db_hold(db);
     db->statements++;
+    bank_db_watch_begin(db, &w);
     rv = apr_dbd_pquery(db->driver, db->pool, db->handle, &n, st, nargs, (const char **)args);
+    rv = bank_db_watch_end(db, &w, rv, !db->in_txn);
     if (rv != 0) {
         rc = failed(db, rv, 0, &again);
         if (again && (st = lookup(db, label)) != NULL) {
             db->statements++;
+            bank_db_watch_begin(db, &w);
             rv = apr_dbd_pquery(db->driver, db->pool, db->handle, &n, st, nargs,
                                 (const char **)args);
+            rv = bank_db_watch_end(db, &w, rv, !db->in_txn);
             rc = rv == 0 ? BANK_DB_OK : bank_db_classify(db, rv);
         }
     }
@@ -406,12 +562,23 @@ bank_db_rc bank_db_exec(bank_db_t *db, const char *label, int *affected, int nar
 
 /* ---- bookkeeping SQL ---- */
 
+/* The driver's text for a failed bookkeeping call (or the guard's, when it cut it). */
+static void query_failed(bank_db_t *db, int rv)
+{
+    db->error = db->cause ? db->cause
+                          : bank_db_error_line(db->pool, apr_dbd_error(db->driver, db->handle, rv));
+    db->cause = NULL;
+}
+
 int bank_db_query(bank_db_t *db, const char *sql)
 {
-    int n = 0, rv = apr_dbd_query(db->driver, db->handle, &n, sql);
+    bank_db_watch_t w;
+    int n = 0, rv;
 
+    bank_db_watch_begin(db, &w);
+    rv = bank_db_watch_end(db, &w, apr_dbd_query(db->driver, db->handle, &n, sql), 0);
     if (rv != 0) {
-        db->error = bank_db_error_line(db->pool, apr_dbd_error(db->driver, db->handle, rv));
+        query_failed(db, rv);
     }
     return rv;
 }
@@ -419,12 +586,16 @@ int bank_db_query(bank_db_t *db, const char *sql)
 int bank_db_query_value(bank_db_t *db, const char *sql, const char **value)
 {
     apr_dbd_results_t *res = NULL;
-    /* random=1: the pgsql driver reports SQL errors only in that mode. */
-    int rv = apr_dbd_select(db->driver, db->pool, db->handle, &res, sql, 1);
+    bank_db_watch_t w;
+    int rv;
 
+    /* random=1: the pgsql driver reports SQL errors only in that mode. */
+    bank_db_watch_begin(db, &w);
+    rv = bank_db_watch_end(db, &w, apr_dbd_select(db->driver, db->pool, db->handle, &res, sql, 1),
+                           0);
     *value = NULL;
     if (rv != 0) {
-        db->error = bank_db_error_line(db->pool, apr_dbd_error(db->driver, db->handle, rv));
+        query_failed(db, rv);
         return rv;
     }
     read_rows(db, sql, res, NULL, 0, NULL, value);

@@ -79,6 +79,23 @@ static int *ro_mark(const bank_db_conn_t *conn)
     return mark;
 }
 
+/* mod_bank's settings of a PostgreSQL session: BANK_PG_SESSION_SQL, and the bound on one
+ * statement (conn->timeout): statement_timeout, and a lock_timeout a little shorter, so that
+ * a statement that waited for a lock says so ("canceling statement due to lock timeout"). */
+static int pg_session(const bank_db_conn_t *conn, bank_db_t *db)
+{
+    apr_int64_t ms = apr_time_as_msec(conn->timeout);
+    int rv = bank_db_query(db, BANK_PG_SESSION_SQL);
+
+    if (rv == 0 && ms > 0) {
+        rv = bank_db_query(db, apr_psprintf(db->pool,
+                                            "SET statement_timeout = %" APR_INT64_T_FMT
+                                            "; SET lock_timeout = %" APR_INT64_T_FMT,
+                                            ms, ms > 500 ? ms - 250 : ms));
+    }
+    return rv;
+}
+
 /* The session settings on handle (conn's or a new one's). */
 static void session_setup(const bank_db_conn_t *conn, apr_dbd_t *handle, apr_pool_t *pool,
                           bank_log_where where)
@@ -87,7 +104,7 @@ static void session_setup(const bank_db_conn_t *conn, apr_dbd_t *handle, apr_poo
     const char *on = NULL, *cache = NULL;
 
     if (bank_db_conn_is_pgsql(conn)) {
-        if (bank_db_query(db, BANK_PG_SESSION_SQL) != 0) {
+        if (pg_session(conn, db) != 0) {
             bank_log(where, BANK_LOG_MARK, BANK_LOG_ERR,
                      BANKLOGNO(0801) "cannot set up the database session: %s",
                      last_error(pool, conn, handle));
@@ -221,7 +238,7 @@ static int pg_restore(bank_db_t *db)
                      bank_db_error(db));
         }
     }
-    if (bank_db_query(db, BANK_PG_SESSION_SQL) != 0) {
+    if (pg_session(conn, db) != 0) {
         bank_log(db->where, BANK_LOG_MARK, BANK_LOG_WARNING,
                  BANKLOGNO(0804) "cannot set up the re-opened database session: %s",
                  bank_db_error(db));
@@ -291,6 +308,8 @@ bank_db_t *bank_db_acquire(bank_db_source_t *src, apr_pool_t *p, bank_log_where 
     db->conn = conn;
     db->src = src;
     db->where = where;
+    db->timeout = conn->timeout;
+    db->guard = src->guard;
     if (!bank_db_conn_is_pgsql(conn)) {
         db->writer_lock = src->writer_lock;
         /* marked read-only, and the file looks writable again: replace it before use */

@@ -28,6 +28,12 @@ struct bank_db_s {
     apr_thread_mutex_t *writer_lock;
     int holding;
     int statements; /* prepared statements run (bank_db_statements) */
+    /* PostgreSQL's bounded waits (bank_db.c): the connection's timeout, the guard that cuts
+     * a statement past it, and why the last call failed when the reason is ours, not the
+     * driver's (the guard cut it; a commit came back past the bound). */
+    apr_interval_time_t timeout;
+    bank_db_guard_t *guard;
+    const char *cause;
 };
 
 /* A handle on driver and handle (prepared: label -> statement, NULL for none yet), used
@@ -43,6 +49,21 @@ bank_conn_state bank_db_conn_recover(bank_db_t *db);
 /* 1 if statements are prepared on the connection (a PostgreSQL session without any was
  * re-opened under us). */
 int bank_db_conn_expects(const bank_db_conn_t *conn);
+
+/* What a driver call returns when it succeeded but mod_bank counts it failed (db->cause):
+ * a commit that came back only after the bound. */
+#define BANK_DB_RV_UNCONFIRMED (-9001)
+
+/* The bound on one PostgreSQL statement (see bank_db.c): watch_begin before the driver call,
+ * watch_end after it with its return value (commits: the call may commit a write) gives the
+ * value to go on with. */
+typedef struct {
+    int ticket;
+    apr_time_t start;
+} bank_db_watch_t;
+void bank_db_watch_begin(bank_db_t *db, bank_db_watch_t *w);
+
+int bank_db_watch_end(bank_db_t *db, bank_db_watch_t *w, int rv, int commits);
 
 /* A failed driver call's text kept and its kind: BANK_DB_BUSY or BANK_DB_ERROR. Inside a
  * transaction it can then only roll back. */

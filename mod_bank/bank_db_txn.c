@@ -41,10 +41,15 @@ static bank_db_rc pg_begin(bank_db_t *db, int *fresh)
     return BANK_DB_OK;
 }
 
+/* COMMIT or ROLLBACK; a COMMIT that came back only after the bound failed (bank_db.c). */
 static int pg_end(bank_db_t *db, const char *sql)
 {
+    bank_db_watch_t w;
     int n = 0;
-    return apr_dbd_query(db->driver, db->handle, &n, sql);
+
+    bank_db_watch_begin(db, &w);
+    return bank_db_watch_end(db, &w, apr_dbd_query(db->driver, db->handle, &n, sql),
+                             strcmp(sql, "COMMIT") == 0);
 }
 
 /* The sqlite3 driver's BEGIN, under the writer lock until bank_db_end. */

@@ -182,9 +182,12 @@ static bank_db_rc open_account(bank_db_t *db, bank_onboard_t *st, const bank_onb
         if (rc == BANK_DB_OK) {
             break;
         }
-        /* Rolled back. A unique key may have lost a race that the state now shows. */
+        /* Rolled back. A unique key may have lost a race that the state now shows; a busy
+         * database lost none (and a commit that waited too long for a standby shows the
+         * account, not yet confirmed: the client hears 503 and its retry finds it). */
         err = bank_db_error(db);
-        if (bank_onboard_state(db, st) == BANK_DB_OK && st->verdict != BANK_ONBOARD_OPEN) {
+        if (rc != BANK_DB_BUSY && bank_onboard_state(db, st) == BANK_DB_OK &&
+            st->verdict != BANK_ONBOARD_OPEN) {
             return BANK_DB_OK;
         }
         if (a.step != step_referral || st->retries + 1 == BANK_ONBOARD_ATTEMPTS) {

@@ -98,10 +98,33 @@ bank_db_rc bank_store_token_find(bank_db_t *db, const char *id, bank_token_row_t
                        sizeof(*out));
 }
 
+typedef struct {
+    const char *id, *now;
+} touch_t;
+
+static bank_db_rc touch_row(bank_db_t *db, const touch_t *t)
+{
+    const char *args[] = {t->now, t->id};
+    return bank_db_exec(db, "bank_token_touch", NULL, BANK_NARGS(args), args);
+}
+
+/* Recording a use is bookkeeping done on the way to a read: on PostgreSQL it waits neither for
+ * a synchronous standby (its commit is durable on the primary only: a use lost in a failover
+ * is a last_used_at a minute older) nor for a lock another session holds on the row. */
+static bank_db_rc touch_txn(bank_db_t *db, void *baton)
+{
+    if (bank_db_query(db, "SET LOCAL synchronous_commit = local; SET LOCAL lock_timeout = 100") !=
+        0) {
+        return bank_db_fail(db, bank_db_error(db));
+    }
+    return touch_row(db, baton);
+}
+
 bank_db_rc bank_store_token_touch(bank_db_t *db, const char *id, const char *now)
 {
-    const char *args[] = {now, id};
-    return bank_db_exec(db, "bank_token_touch", NULL, BANK_NARGS(args), args);
+    touch_t t = {id, now};
+
+    return bank_db_is_pgsql(db) ? bank_db_transaction(db, touch_txn, &t) : touch_row(db, &t);
 }
 
 bank_db_rc bank_store_token_insert(bank_db_t *db, const char *customer_id, const char *hash,

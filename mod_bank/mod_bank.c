@@ -211,6 +211,7 @@ static void bank_child_init(apr_pool_t *p, server_rec *s)
     bank_verify_child_init(p, s);
     bank_webhook_child_init(p, s);
     bank_auth_child_init(p, s);
+    bank_db_child_init(p, s);
 }
 
 static void bank_register_hooks(apr_pool_t *p)

@@ -10,6 +10,7 @@
 #include <openssl/crypto.h>
 #include "mod_bank.h"
 #include "mod_bank_config.h"
+#include "mod_bank_db.h"
 #include "bank_limits.h"
 #include "bank_nuban.h"
 #include "bank_validate.h"
@@ -564,6 +565,21 @@ static const char *set_dummy_refresh(cmd_parms *cmd, void *cfg, const char *arg)
     return err;
 }
 
+static const char *set_db_timeout(cmd_parms *cmd, void *cfg, const char *arg)
+{
+    const char *err = ap_check_cmd_context(cmd, GLOBAL_ONLY);
+    apr_int64_t v = 0;
+
+    (void)cfg;
+    if (!err && strcasecmp(arg, "off") != 0) {
+        err = parse_int(cmd, arg, 1, 3600, &v);
+    }
+    if (!err) {
+        bank_db_set_timeout(cmd->pool, apr_time_from_sec(v));
+    }
+    return err;
+}
+
 static const char *set_verify_max_wait(cmd_parms *cmd, void *cfg, const char *arg)
 {
     const char *err = ap_check_cmd_context(cmd, GLOBAL_ONLY);
@@ -676,6 +692,9 @@ const command_rec bank_cmds[] = {
     AP_INIT_TAKE1("BankPasswordVerifyServerConcurrency", set_verify_server, NULL, RSRC_CONF,
                   "Password verifications at once in all processes together "
                   "(default: the CPU count; off: no such bound)"),
+    AP_INIT_TAKE1("BankDatabaseTimeout", set_db_timeout, NULL, RSRC_CONF,
+                  "Seconds one statement may wait for PostgreSQL before the request answers 503 "
+                  "(default 5, off: no bound)"),
     AP_INIT_TAKE1("BankBvnProviderProxy", set_idp_proxy, NULL, BANK_CTX,
                   "URL of the proxy identity provider calls go through, or none (the default: "
                   "http_proxy and the like in the environment are ignored)"),

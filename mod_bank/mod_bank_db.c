@@ -7,6 +7,7 @@
 #include <apr_optional.h>
 #include <http_protocol.h>
 #include <http_request.h>
+#include <ap_mpm.h>
 #include "mod_bank.h"
 #include "mod_bank_db.h"
 #include "bank_db_source.h"
@@ -40,6 +41,43 @@ static const char *drivers_used = NULL;
 const char *bank_db_drivers(void)
 {
     return drivers_used && *drivers_used ? drivers_used : "none";
+}
+
+/* BankDatabaseTimeout, and the guard of this process (NULL in the parent). */
+static apr_interval_time_t db_timeout = apr_time_from_sec(BANK_DB_TIMEOUT_DEFAULT);
+static bank_db_guard_t *db_guard = NULL;
+/* Some server of this configuration uses PostgreSQL (only those statements are guarded). */
+static int uses_pgsql = 0;
+
+static apr_status_t unset_timeout(void *unused)
+{
+    (void)unused;
+    db_timeout = apr_time_from_sec(BANK_DB_TIMEOUT_DEFAULT);
+    return APR_SUCCESS;
+}
+
+void bank_db_set_timeout(apr_pool_t *pconf, apr_interval_time_t timeout)
+{
+    db_timeout = timeout;
+    apr_pool_cleanup_register(pconf, NULL, unset_timeout, apr_pool_cleanup_null);
+}
+
+void bank_db_child_init(apr_pool_t *pchild, server_rec *s)
+{
+    int threads = 0;
+
+    if (db_timeout <= 0 || !uses_pgsql) {
+        return;
+    }
+    /* one slot per thread that may run a statement at once (and a few for mod_watchdog's) */
+    if (ap_mpm_query(AP_MPMQ_MAX_THREADS, &threads) != APR_SUCCESS || threads < 1) {
+        threads = 1;
+    }
+    if (!(db_guard = bank_db_guard_pgsql(pchild, threads + 8))) {
+        ap_log_error(APLOG_MARK, APLOG_WARNING, 0, s,
+                     BANKLOGNO(2201) "no statement guard in this process: a PostgreSQL server "
+                                     "that stops answering is waited for without bound");
+    }
 }
 
 void bank_db_retrieve_optional(void)
@@ -117,6 +155,7 @@ int bank_db_post_config(apr_pool_t *pconf, apr_pool_t *plog, apr_pool_t *ptemp, 
 
     bank_db_retrieve_optional(); /* the optional_fn_retrieve hook runs after post_config */
     drivers_used = "";
+    uses_pgsql = 0;
     sqlite_statements = apr_hash_make(pconf);
     for (i = 0; (st = bank_stmt_at(i)) != NULL; i++) {
         apr_hash_set(sqlite_statements, st->label, APR_HASH_KEY_STRING,
@@ -158,6 +197,7 @@ int bank_db_post_config(apr_pool_t *pconf, apr_pool_t *plog, apr_pool_t *ptemp, 
         if (strcmp(driver, "pgsql") != 0) {
             continue; /* SQLite: prepared with each connection's session (above) */
         }
+        uses_pgsql = 1;
         for (i = 0; (st = bank_stmt_at(i)) != NULL; i++) {
             dbd_prepare(sp, bank_stmt_expand(pconf, st->sql, 1), st->label);
         }
@@ -205,6 +245,7 @@ static apr_status_t bank_db_post_connect(apr_pool_t *pool, dbd_cfg_t *cfg, ap_db
     if (!bank_db_conn_is_pgsql(conn) && sqlite_statements) {
         conn->statements = apr_hash_overlay(rec->pool, sqlite_statements, cfg->queries);
     }
+    conn->timeout = db_timeout;
     conn->source_data = rec;
     apr_pool_userdata_setn(conn, BANK_DBD_CONN_KEY, NULL, rec->pool);
     bank_db_conn_setup(conn, pool, &w, 1);
@@ -306,6 +347,7 @@ static bank_db_t *acquire(request_rec *r, const bank_db_source_ops *ops, void *d
     src->ops = ops;
     src->data = data;
     src->writer_lock = sqlite_writer;
+    src->guard = db_guard;
     if (!(db = bank_db_acquire(src, r->pool, mod_bank_where(r), &err))) {
         ap_log_rerror(APLOG_MARK, APLOG_ERR, 0, r, BANKLOGNO(0202) "%s", err);
     }

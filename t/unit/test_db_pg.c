@@ -158,6 +158,35 @@ static void test_lost_connection(apr_pool_t *p, const char *params)
     CHECK(bank_db_end(a, 1) == BANK_DB_OK);
 }
 
+/* A write refused by a server in recovery (here a session made read-only, as a standby's
+ * are): 503's kind (busy), the log's reason, and the connection closed, so that the next use
+ * opens a new one (which reaches a writable server through the conninfo's host list). */
+static void test_read_only(apr_pool_t *p, const char *params)
+{
+    bank_db_t *a = open_db(p, params);
+    apr_array_header_t *banks;
+    const char *pid;
+
+    CHECK(a != NULL);
+    if (!a) {
+        return;
+    }
+    CHECK(bank_db_prepare_all(a) == NULL);
+    pid = value(a, "SELECT pg_backend_pid()");
+    set(a, "SET default_transaction_read_only = on");
+    CHECK(bank_store_token_touch(a, "1", "2026-11-25T10:00:00.000Z") == BANK_DB_BUSY);
+    CHECK(bank_db_error(a) && strstr(bank_db_error(a), "read-only transaction") &&
+          strstr(bank_db_error(a), "in recovery") && strstr(bank_db_error(a), "closed"));
+    CHECK(bank_db_conn_lost(a));
+    /* the next statement finds it closed, opens a new session and runs */
+    unit_log_clear();
+    CHECK(bank_store_banks_active(a, &banks) == BANK_DB_OK);
+    CHECK(unit_logged("BANK0806"));
+    CHECK(pid && value(a, "SELECT pg_backend_pid()") &&
+          strcmp(pid, value(a, "SELECT pg_backend_pid()")) != 0);
+    CHECK_STR(value(a, "SHOW default_transaction_read_only"), "off");
+}
+
 static void run_tests(apr_pool_t *p)
 {
     const char *params = getenv("BANK_TEST_PG_PARAMS");
@@ -177,4 +206,5 @@ static void run_tests(apr_pool_t *p)
     test_timestamps(db);
     test_values(db);
     test_lost_connection(p, params);
+    test_read_only(p, params);
 }
