@@ -103,7 +103,7 @@ my $port = free_port();
 my $site = slurp("$root/etc/apache2/sites-available/bank.conf");
 $site =~ s{<VirtualHost \*:80>}{<VirtualHost 127.0.0.1:$port>};
 $site =~ s{/var/lib/mod_bank}{$var}g;
-$site =~ s{^Include /etc/mod_bank/}{Include $keys/}m;
+$site =~ s{^(Include(?:Optional)?) /etc/mod_bank/}{$1 $keys/}m;
 $site =~ s{Include /usr/}{Include $root/usr/}g;
 spew("$root/site.conf", $site);
 my $loads = join '', map { my $t = slurp($_); $t =~ s{ (/usr/lib/apache2/modules/mod_bank\.so)}{ $root$1}g; $t }

@@ -3,7 +3,7 @@
 # sign-in), dpkg removes it (site and module disabled, apache2 starts), installs it again
 # (what the removal disabled is enabled again), then purges it (no file, link, state or
 # include of the package left, apache2 starts). `apache2ctl configtest` after every step.
-# Only the database path in the site is replaced (a directory of this test's own). The
+# Only the database and key paths in the site are replaced (directories of this test's own). The
 # machine is put back as it was: /etc/apache2 and /var/lib/apache2 compared with a copy
 # taken first, apache2 stopped unless it was running.
 use strict;
@@ -45,6 +45,7 @@ system('cp', '-a', '/var/lib/apache2', "$keep/var-lib-apache2") == 0 or die 'cp 
 my $data = tempdir('/tmp/mod_bank-deb-db.XXXXXX', CLEANUP => 1);
 chmod 0755, $data;
 my $dbdir = "$data/lib";
+my $keydir = "$data/etc-mod_bank";
 
 sub restore {
     system('apache2ctl', 'stop') if apache_running();
@@ -122,9 +123,20 @@ starts('installed');
 my $site = slurp('/etc/apache2/sites-available/bank.conf');
 like($site, qr{^#\s+install -d -o www-data -g www-data -m 0700 /var/lib/mod_bank$}m,
     'the site says how to make the database directory');
-spew('/etc/apache2/sites-available/bank.conf', $site =~ s{/var/lib/mod_bank}{$dbdir}gr);
-system('install', '-d', '-o', 'www-data', '-g', 'www-data', '-m', '0700', $dbdir) == 0
+like($site, qr{^#\s+install -d -o www-data -g www-data -m 0700 /etc/mod_bank /etc/mod_bank/keys$}m,
+    'the site says how to make the identity keys\' directory');
+spew('/etc/apache2/sites-available/bank.conf',
+    $site =~ s{/var/lib/mod_bank}{$dbdir}gr =~ s{/etc/mod_bank}{$keydir}gr);
+system('install', '-d', '-o', 'www-data', '-g', 'www-data', '-m', '0700', $dbdir, $keydir,
+    "$keydir/keys") == 0
   or die 'install -d';
+# The identity keys as the site's comment makes them (owner-only, www-data's).
+for my $k ('k1', 'hash') {
+    system('runuser', '-u', 'www-data', '--', 'sh', '-c',
+        "umask 077 && openssl rand -hex 32 >$keydir/keys/$k.key") == 0 or die "key $k";
+}
+spew("$keydir/identity-keys.conf",
+    "BankIdentityKey k1 $keydir/keys/k1.key\nBankIdentityHashKey $keydir/keys/hash.key\n");
 # The packaged bankctl with its own SQL directory (not the suite's checkout).
 $text = `env -u BANK_CHECKOUT -u BANK_SQL_DIR runuser -u www-data -- /usr/bin/bankctl --db sqlite:$dbdir/bank.db migrate 2>&1`;
 is($?, 0, 'the packaged bankctl migrates as www-data') or diag($text);
