@@ -12,7 +12,9 @@
  *                cast would yield Inf)
  *   {bool}       a boolean parameter given as 0/1: %d <> 0 on PostgreSQL, %d on SQLite
  *   {ymd:COLUMN} a date column as YYYY-MM-DD: to_char(COLUMN, 'YYYY-MM-DD') on PostgreSQL,
- *                the column itself on SQLite (which stores that text) */
+ *                the column itself on SQLite (which stores that text)
+ *   {feed_position} {feed_since}  the token revocation feed's position and the rows after
+ *                one (bank_store_auth.c; a seq on SQLite, a snapshot on PostgreSQL) */
 #ifndef BANK_SQL_H
 #define BANK_SQL_H
 
