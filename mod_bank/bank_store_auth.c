@@ -147,7 +147,7 @@ bank_db_rc bank_store_token_revoke_all(bank_db_t *db, const char *customer_id, i
 }
 
 bank_db_rc bank_store_token_revocations(bank_db_t *db, const char *position,
-                                       apr_array_header_t **ids, const char **next)
+                                        apr_array_header_t **ids, const char **next)
 {
     const char *args[] = {position};
     apr_array_header_t *rows = NULL;

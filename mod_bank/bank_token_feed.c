@@ -96,15 +96,17 @@ bank_db_rc bank_token_feed_read(bank_token_feed_t *f, bank_db_t *db, apr_time_t 
             int was_failing = f->failing;
             bank_token_feed_apply(f, ids, next, started);
             if (was_failing && !f->failing) {
-                bank_log(bank_db_where(db), BANK_LOG_MARK, BANK_LOG_NOTICE,
-                         BANKLOGNO(2102) "token revocation feed read again: the token cache answers "
-                         "again");
+                bank_log(
+                    bank_db_where(db), BANK_LOG_MARK, BANK_LOG_NOTICE,
+                    BANKLOGNO(2102) "token revocation feed read again: the token cache answers "
+                                    "again");
             }
         } else if (bank_token_feed_failed(f)) {
-            bank_log(bank_db_where(db), BANK_LOG_MARK, BANK_LOG_WARNING,
-                     BANKLOGNO(2101) "token revocation feed unreadable, every token is read from the "
-                     "database until it is read again: %s",
-                     bank_db_error_line(bank_db_pool(db), bank_db_error(db)));
+            bank_log(
+                bank_db_where(db), BANK_LOG_MARK, BANK_LOG_WARNING,
+                BANKLOGNO(2101) "token revocation feed unreadable, every token is read from the "
+                                "database until it is read again: %s",
+                bank_db_error_line(bank_db_pool(db), bank_db_error(db)));
         }
     }
     apr_thread_mutex_unlock(f->lock);

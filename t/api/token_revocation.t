@@ -59,14 +59,14 @@ sub cached_everywhere {
         . 'the token from its cache') or diag("@codes");
 }
 
-# Polls every 50 ms after $revoke ran: every answer refused (401, or $code) within 1 s, and
+# Polls every 50 ms once $revoke returned: every answer refused (401, or $code) within 1 s, and
 # still after.
 sub refused_within_a_second {
     my ($token, $what, $revoke, $code, $error) = @_;
     $code  //= 401;
     $error //= 'E_UNAUTHORIZED_ACCESS';
-    my $t0 = time;
     $revoke->();
+    my $t0 = time;    # the revocation committed (or the expiry reached)
     my ($last_ok, @codes) = (undef);
     while (time - $t0 < 1.5) {
         my $at = time;
