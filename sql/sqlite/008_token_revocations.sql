@@ -4,7 +4,7 @@
 -- same transaction. Each process reads the rows after the last it read (seq increases; SQLite
 -- commits one writer at a time, so seq order is commit order) at most every 200 ms while it
 -- answers from its cache, and drops those tokens. Rows older than an hour are removed by the
--- next revocation: a cache entry never lives longer than 60 s.
+-- next deletion: a cache entry never lives longer than 60 s.
 CREATE TABLE IF NOT EXISTS auth_token_revocations (
     seq        INTEGER PRIMARY KEY AUTOINCREMENT,
     token_id   INTEGER NOT NULL,
@@ -23,8 +23,6 @@ END;
 CREATE TRIGGER IF NOT EXISTS auth_access_tokens_changed
 AFTER UPDATE OF id, tokenable_id, type, hash, abilities, expires_at ON auth_access_tokens
 BEGIN
-    DELETE FROM auth_token_revocations
-     WHERE revoked_at < CAST(strftime('%s', 'now') AS INTEGER) - 3600;
     INSERT INTO auth_token_revocations (token_id, revoked_at)
     VALUES (OLD.id, CAST(strftime('%s', 'now') AS INTEGER));
 END;
