@@ -21,13 +21,16 @@ typedef enum { BANK_IDP_TABLE = 0, BANK_IDP_DOJAH, BANK_IDP_PREMBLY } bank_idp_k
 #define BANK_IDP_BREAKER_OPEN 30         /* seconds it stays open before one trial call */
 #define BANK_IDP_RETRY_AFTER 30          /* Retry-After of a 503 while it is closed */
 #define BANK_IDP_CREDENTIAL_MAX 512      /* characters of an app id or a secret */
+#define BANK_IDP_LATENCY_SAMPLES 64      /* the provider's latest answer times kept */
+#define BANK_IDP_HOLD_FALLBACK 250       /* ms an answer without a call is held before any */
 
 typedef struct {
     bank_idp_kind kind;
     const char *base_url; /* no trailing slash */
     const char *app_id;
     const char *secret;
-    int timeout; /* seconds */
+    int timeout;       /* seconds */
+    const char *proxy; /* BankBvnProviderProxy; NULL: none (the environment's are ignored) */
 } bank_idp_conf_t;
 
 /* What the customer sent and what the bank knows of them. */
@@ -74,6 +77,9 @@ const char *bank_idp_default_url(bank_idp_kind kind);
 /* NULL if url can be a base URL (https://, or http:// to a loopback address), else why not.
  * *norm gets it without trailing slashes. */
 const char *bank_idp_url_check(apr_pool_t *p, const char *url, const char **norm);
+/* NULL if url can name a proxy (http://, https://, socks5:// or socks5h://, a host, at
+ * most a "/" for a path, no query), else why not. */
+const char *bank_idp_proxy_check(apr_pool_t *p, const char *url);
 /* NULL if s can be an app id or a secret (1..BANK_IDP_CREDENTIAL_MAX printable ASCII
  * characters, no spaces: they travel in HTTP headers), else why not. */
 const char *bank_idp_credential_check(const char *s);
@@ -118,5 +124,11 @@ int bank_idp_breaker_allow(bank_idp_breaker_t *b, const char *url, apr_time_t no
  * breaker; a failure counts, and the BANK_IDP_BREAKER_FAILURES-th in a row opens it.
  * Returns 1 when this failure opened it. */
 int bank_idp_breaker_record(bank_idp_breaker_t *b, const char *url, int ok, apr_time_t now);
+/* The provider at url answered (a match or a mismatch) after `took`: kept among its latest
+ * BANK_IDP_LATENCY_SAMPLES answer times, in the same shared memory. */
+void bank_idp_latency_record(bank_idp_breaker_t *b, const char *url, apr_interval_time_t took);
+/* One of those times, the r-th modulo how many are kept (r: a random number); -1 when the
+ * provider has not answered yet. */
+apr_interval_time_t bank_idp_latency_draw(bank_idp_breaker_t *b, const char *url, apr_uint32_t r);
 
 #endif

@@ -38,6 +38,10 @@ typedef enum {
     BANK_M_NOTICE_REFUSED,
     BANK_M_DB_ERRORS,
     BANK_M_UNAVAILABLE,
+    /* identity provider calls: provider x outcome, in bank_idp_kind and bank_idp_verdict order
+     * (dojah, prembly; match, mismatch, unavailable, refused) */
+    BANK_M_IDP_CALLS,
+    BANK_M_IDP_CALLS_END = BANK_M_IDP_CALLS + 7,
     BANK_M_COUNT
 } bank_metric_t;
 

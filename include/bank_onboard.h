@@ -42,6 +42,10 @@ typedef struct {
                                const char **last);
     void *baton;
     const char *source; /* kept with a match in bvn_records.source: "dojah", "prembly" */
+    /* Called where ask would be for a BVN another customer holds, whose kept record is
+     * judged here without a call: waits as long as a call would take, so the answer's time
+     * does not tell that the BVN banks here. NULL: no wait. */
+    void (*hold)(void *baton);
 } bank_onboard_provider_t;
 
 /* The bank the account is opened at (BankAccountBank, BankAccountBankCode). */

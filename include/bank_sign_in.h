@@ -61,8 +61,10 @@ typedef struct {
     bank_sign_in_verdict verdict;
     const char *why;          /* REFUSED, OVER: "unknown e-mail" or "wrong password" */
     apr_int64_t failures;     /* the count that decided it */
-    int remaining;            /* REFUSED: failures left in the window */
-    int limit;                /* THROTTLED, OVER, FLOODED, ADDRESS: the limit reached */
+    int remaining;            /* REFUSED: failures left in the window, the smaller of the
+                                 e-mail's and the address's */
+    int limit;                /* THROTTLED, OVER, FLOODED, ADDRESS: the limit reached;
+                                 REFUSED: the limit of the budget `remaining` is of */
     apr_int64_t retry_after;  /* THROTTLED, OVER, FLOODED, ADDRESS: seconds, 1 to the window */
     bank_count_t address;     /* ADDRESS: the IP's counter */
     bank_customer_t customer; /* OK */
@@ -73,5 +75,13 @@ typedef struct {
 } bank_sign_in_result_t;
 
 bank_db_rc bank_sign_in(bank_db_t *db, const bank_sign_in_t *in, bank_sign_in_result_t *out);
+
+/* The defaults of the host's verification bound (BankPasswordVerifyConcurrency N [WAITING])
+ * for a process of `threads` request threads on `cpus` CPUs: N = the CPUs, at most half the
+ * threads (at least 1); WAITING = BANK_SIGN_IN_WAIT_FACTOR x N, at most what leaves half the
+ * threads free to refuse at once (at least 0). */
+#define BANK_SIGN_IN_WAIT_FACTOR 16
+int bank_sign_in_default_concurrency(int cpus, int threads);
+int bank_sign_in_default_waiting(int concurrency, int threads);
 
 #endif

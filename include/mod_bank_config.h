@@ -41,6 +41,7 @@ typedef struct {
     int idp_timeout;           /* BankBvnProviderTimeout, seconds */
     bank_verifier_t *verifier; /* BankPasswordVerifyConcurrency; NULL: the default */
     apr_int64_t token_cache;   /* BankTokenCacheSeconds */
+    const char *idp_proxy;     /* BankBvnProviderProxy; "" none, NULL unset */
 } bank_dir_conf;
 
 extern const command_rec bank_cmds[];

@@ -29,6 +29,9 @@ typedef struct {
 bank_record_verdict bank_idp_onboard_ask(void *baton, const char *bvn, const char *dob,
                                          const bank_customer_t *customer, const char **first,
                                          const char **last);
+/* For bank_onboard (bank_onboard_provider_t.hold): sleeps for one of the durations of the
+ * provider's latest answers, drawn at random (BANK_IDP_HOLD_FALLBACK ms before any). */
+void bank_idp_onboard_hold(void *baton);
 /* The 503 of BANK_RECORD_UNAVAILABLE. */
 int bank_idp_unavailable(request_rec *r, const bank_idp_onboard_t *b);
 

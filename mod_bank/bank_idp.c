@@ -88,6 +88,26 @@ const char *bank_idp_url_check(apr_pool_t *p, const char *url, const char **norm
     return NULL;
 }
 
+const char *bank_idp_proxy_check(apr_pool_t *p, const char *url)
+{
+    static const char *const schemes[] = {"http", "https", "socks5", "socks5h"};
+    apr_uri_t u;
+    int i;
+
+    if (apr_uri_parse(p, url, &u) != APR_SUCCESS || !u.scheme || !u.hostname || !*u.hostname) {
+        return "expected an absolute URL such as http://proxy.example.net:3128";
+    }
+    if (u.query || u.fragment || (u.path && strcmp(u.path, "/") != 0)) {
+        return "the URL must not hold a path, a query or a fragment";
+    }
+    for (i = 0; i < 4; i++) {
+        if (!strcasecmp(u.scheme, schemes[i])) {
+            return NULL;
+        }
+    }
+    return "the scheme must be http, https, socks5 or socks5h";
+}
+
 const char *bank_idp_credential_check(const char *s)
 {
     apr_size_t n = strlen(s), i;
@@ -281,6 +301,18 @@ static void judge_dojah(apr_pool_t *p, json_object *o, const bank_idp_query_t *q
     }
 }
 
+/* needle (lower-case ASCII) in s, ASCII case ignored. */
+static int contains(const char *s, const char *needle)
+{
+    apr_size_t n = strlen(needle);
+    for (; *s; s++) {
+        if (!strncasecmp(s, needle, n)) {
+            return 1;
+        }
+    }
+    return 0;
+}
+
 /* A string member, or NULL. */
 static const char *str_member(json_object *o, const char *name)
 {
@@ -330,6 +362,16 @@ static void judge_prembly(apr_pool_t *p, json_object *o, const bank_idp_query_t 
     }
 }
 
+/* A Dojah error answer {"error": "..."} whose text says the BVN was not found. */
+static int dojah_not_found(apr_pool_t *p, const char *body, apr_size_t len)
+{
+    const char *why = NULL, *text;
+    json_object *o = bank_json_parse_object(p, body, len, &why);
+
+    return o && (text = str_member(o, "error")) != NULL && contains(text, "bvn") &&
+           contains(text, "not found");
+}
+
 void bank_idp_judge(apr_pool_t *p, bank_idp_kind kind, long status, const char *body,
                     apr_size_t len, const bank_idp_query_t *q, bank_idp_result_t *out)
 {
@@ -347,9 +389,19 @@ void bank_idp_judge(apr_pool_t *p, bank_idp_kind kind, long status, const char *
         verdict(out, BANK_IDP_REFUSED, "the provider wants payment (HTTP 402)");
         return;
     }
-    /* Dojah answers a BVN it cannot find with a 400 or 404 and an error text. */
+    /* Dojah answers a BVN it cannot find with a 400 or 404 and an error text saying so. The
+     * same statuses also mean a malformed request or a wrong base URL: only that text makes
+     * one a mismatch, which the customer pays an attempt for. */
     if (kind == BANK_IDP_DOJAH && (status == 400 || status == 404)) {
-        mismatch(out, BANK_IDP_DIFF_UNKNOWN, "the provider knows no such BVN (HTTP 400/404)");
+        if (dojah_not_found(p, body, len)) {
+            mismatch(out, BANK_IDP_DIFF_UNKNOWN, "the provider knows no such BVN");
+        } else {
+            verdict(out, BANK_IDP_UNAVAILABLE,
+                    apr_psprintf(p,
+                                 "the provider answered HTTP %ld without saying \"BVN not "
+                                 "found\" (a wrong BankBvnProvider URL?)",
+                                 status));
+        }
         return;
     }
     /* Prembly may put a "not found" response_code on a 404. */

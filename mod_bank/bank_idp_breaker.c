@@ -1,6 +1,7 @@
 /* The identity providers' circuit breaker (docs/identity.md): per base URL, after
  * BANK_IDP_BREAKER_FAILURES failures in a row no call for BANK_IDP_BREAKER_OPEN seconds, then
- * one trial call. */
+ * one trial call. Beside it, the durations of the provider's latest answers, which an answer
+ * judged without a call is held for (docs/security.md). */
 #include <string.h>
 #include <apr_strings.h>
 #include <apr_atomic.h>
@@ -16,6 +17,8 @@ typedef struct {
     volatile apr_uint32_t key; /* FNV-1a of the URL, never 0; 0: a free slot */
     volatile apr_uint32_t failures;
     volatile apr_uint32_t open_until; /* seconds since the epoch */
+    volatile apr_uint32_t answers;    /* answers recorded so far (the ring's next place) */
+    volatile apr_uint32_t took[BANK_IDP_LATENCY_SAMPLES]; /* microseconds, a ring */
 } breaker_slot;
 
 struct bank_idp_breaker_s {
@@ -94,4 +97,31 @@ int bank_idp_breaker_record(bank_idp_breaker_t *b, const char *url, int ok, apr_
     }
     apr_atomic_set32(&s->open_until, (apr_uint32_t)apr_time_sec(now) + BANK_IDP_BREAKER_OPEN);
     return 1;
+}
+
+void bank_idp_latency_record(bank_idp_breaker_t *b, const char *url, apr_interval_time_t took)
+{
+    breaker_slot *s = b ? find(b, url) : NULL;
+    apr_uint32_t i;
+
+    if (!s || took < 0) {
+        return;
+    }
+    if (took > (apr_interval_time_t)BANK_IDP_TIMEOUT_MAX * APR_USEC_PER_SEC) {
+        took = (apr_interval_time_t)BANK_IDP_TIMEOUT_MAX * APR_USEC_PER_SEC;
+    }
+    i = apr_atomic_inc32(&s->answers) % BANK_IDP_LATENCY_SAMPLES;
+    apr_atomic_set32(&s->took[i], (apr_uint32_t)took);
+}
+
+apr_interval_time_t bank_idp_latency_draw(bank_idp_breaker_t *b, const char *url, apr_uint32_t r)
+{
+    breaker_slot *s = b ? find(b, url) : NULL;
+    apr_uint32_t n = s ? apr_atomic_read32(&s->answers) : 0;
+
+    if (n == 0) {
+        return -1;
+    }
+    n = n < BANK_IDP_LATENCY_SAMPLES ? n : BANK_IDP_LATENCY_SAMPLES;
+    return (apr_interval_time_t)apr_atomic_read32(&s->took[r % n]);
 }

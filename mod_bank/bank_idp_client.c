@@ -109,6 +109,10 @@ void bank_idp_check(apr_pool_t *p, apr_pool_t *keep, const bank_idp_conf_t *c,
     curl_easy_setopt(h, CURLOPT_PROTOCOLS_STR,
                      strncasecmp(c->base_url, "https:", 6) == 0 ? "https" : "http");
     curl_easy_setopt(h, CURLOPT_FOLLOWLOCATION, 0L);
+    /* Only the proxy the configuration names: libcurl would otherwise take http_proxy,
+     * https_proxy, ALL_PROXY and NO_PROXY from httpd's environment ("" turns that off). */
+    curl_easy_setopt(h, CURLOPT_PROXY, c->proxy ? c->proxy : "");
+    curl_easy_setopt(h, CURLOPT_NOPROXY, "");
     curl_easy_setopt(h, CURLOPT_MAXFILESIZE_LARGE, (curl_off_t)BANK_IDP_MAX_ANSWER);
     curl_easy_setopt(h, CURLOPT_USERAGENT, "mod_bank");
     curl_easy_setopt(h, CURLOPT_WRITEFUNCTION, on_data);

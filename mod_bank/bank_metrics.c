@@ -46,6 +46,20 @@ static const struct {
                           "Database failures: no connection, or a statement that failed."},
     [BANK_M_UNAVAILABLE] = {"bank_unavailable_responses_total", NULL,
                             "Answers 503 E_UNAVAILABLE (database, or a webhook without secret)."},
+#define IDP_CALLS "bank_idp_calls_total"
+    [BANK_M_IDP_CALLS] = {IDP_CALLS, "provider=\"dojah\",outcome=\"match\"",
+                          "Calls to an identity provider (each one billed) by provider and "
+                          "outcome: match, mismatch (not found, or a name or the date differs), "
+                          "unavailable (no clear answer: counts nothing), refused (credentials "
+                          "or account)."},
+    [BANK_M_IDP_CALLS + 1] = {IDP_CALLS, "provider=\"dojah\",outcome=\"mismatch\"", NULL},
+    [BANK_M_IDP_CALLS + 2] = {IDP_CALLS, "provider=\"dojah\",outcome=\"unavailable\"", NULL},
+    [BANK_M_IDP_CALLS + 3] = {IDP_CALLS, "provider=\"dojah\",outcome=\"refused\"", NULL},
+    [BANK_M_IDP_CALLS + 4] = {IDP_CALLS, "provider=\"prembly\",outcome=\"match\"", NULL},
+    [BANK_M_IDP_CALLS + 5] = {IDP_CALLS, "provider=\"prembly\",outcome=\"mismatch\"", NULL},
+    [BANK_M_IDP_CALLS + 6] = {IDP_CALLS, "provider=\"prembly\",outcome=\"unavailable\"", NULL},
+    [BANK_M_IDP_CALLS + 7] = {IDP_CALLS, "provider=\"prembly\",outcome=\"refused\"", NULL},
+#undef IDP_CALLS
 };
 
 void bank_metrics_count(bank_metrics_t *m, bank_metric_t c)

@@ -74,6 +74,9 @@ static bank_db_rc check_record(bank_db_t *db, bank_onboard_t *st, const char *do
         }
         return BANK_DB_OK;
     }
+    if (st->provider && st->provider->hold && st->verdict == BANK_ONBOARD_TAKEN) {
+        st->provider->hold(st->provider->baton);
+    }
     if (rc == BANK_DB_NOT_FOUND) {
         st->record = BANK_RECORD_UNKNOWN;
     } else if (rc != BANK_DB_OK) {

@@ -131,7 +131,15 @@ static bank_db_rc refuse(flow_t *f)
     }
     f->out->verdict = BANK_SIGN_IN_REFUSED;
     f->out->failures = n.failures;
-    f->out->remaining = n.remaining;
+    /* what the client may still try is the smaller of its two budgets: this e-mail's and
+     * this address's */
+    if (f->out->address.remaining < n.remaining) {
+        f->out->remaining = f->out->address.remaining;
+        f->out->limit = f->address.attempts;
+    } else {
+        f->out->remaining = n.remaining;
+        f->out->limit = f->email.attempts;
+    }
     return BANK_DB_OK;
 }
 
@@ -241,4 +249,16 @@ bank_db_rc bank_sign_in(bank_db_t *db, const bank_sign_in_t *in, bank_sign_in_re
     bank_token_decode(f.pool, out->token, &out->token_id, &secret);
     out->verdict = BANK_SIGN_IN_OK;
     return BANK_DB_OK;
+}
+
+int bank_sign_in_default_concurrency(int cpus, int threads)
+{
+    int half = threads / 2;
+    return cpus < half ? cpus : half > 1 ? half : 1;
+}
+
+int bank_sign_in_default_waiting(int concurrency, int threads)
+{
+    int room = threads / 2 - concurrency, most = concurrency * BANK_SIGN_IN_WAIT_FACTOR;
+    return room <= 0 ? 0 : room < most ? room : most;
 }

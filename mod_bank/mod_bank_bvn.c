@@ -186,7 +186,7 @@ int bank_bvn_handler(request_rec *r)
     const bank_dir_conf *conf = bank_conf(r);
     bank_onboard_bank_t bank = {bank_conf_account_bank(conf), bank_conf_account_bank_code(conf)};
     bank_principal_t *who;
-    bank_onboard_provider_t provider = {bank_idp_onboard_ask, NULL, NULL};
+    bank_onboard_provider_t provider = {bank_idp_onboard_ask, NULL, NULL, bank_idp_onboard_hold};
     bank_idp_onboard_t idp = {r, 0, NULL};
     bank_onboard_t st;
     json_object *body;

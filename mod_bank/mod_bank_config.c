@@ -98,6 +98,7 @@ void *bank_merge_dir_conf(apr_pool_t *p, void *basev, void *addv)
     m->idp_secret = add->idp_app_id ? add->idp_secret : base->idp_secret;
     MERGE_PTR(verifier);
     MERGE_NUM(token_cache);
+    MERGE_PTR(idp_proxy);
     /* The signature triple is one setting: take it whole from where it was given. */
     if (add->sig_set) {
         m->sig_set = 1;
@@ -153,6 +154,7 @@ void bank_conf_idp(const bank_dir_conf *c, bank_idp_conf_t *out)
     out->app_id = c->idp_app_id;
     out->secret = c->idp_secret;
     out->timeout = c->idp_timeout != BANK_UNSET ? c->idp_timeout : BANK_IDP_TIMEOUT_DEFAULT;
+    out->proxy = c->idp_proxy && *c->idp_proxy ? c->idp_proxy : NULL;
 }
 
 const char *bank_location(request_rec *r)
@@ -523,7 +525,7 @@ static const char *set_verify_concurrency(cmd_parms *cmd, void *cfg, const char 
     if (err) {
         return err;
     }
-    wait = threads * BANK_VERIFY_WAIT_FACTOR;
+    wait = -1; /* the default, from the MPM's threads (child_init) */
     if (waiting && (err = parse_int(cmd, waiting, 0, 100000, &wait)) != NULL) {
         return err;
     }
@@ -544,6 +546,37 @@ static const char *set_verify_server(cmd_parms *cmd, void *cfg, const char *arg)
         bank_verify_set_server_slots(cmd->pool, (int)v);
     }
     return err;
+}
+
+static const char *set_verify_max_wait(cmd_parms *cmd, void *cfg, const char *arg)
+{
+    const char *err = ap_check_cmd_context(cmd, GLOBAL_ONLY);
+    apr_int64_t v = 0;
+
+    (void)cfg;
+    if (!err) {
+        err = parse_int(cmd, arg, 1, BANK_VERIFY_MAX_WAIT_MAX, &v);
+    }
+    if (!err) {
+        bank_verify_set_max_wait(cmd->pool, (int)v);
+    }
+    return err;
+}
+
+/* URL|none: the only proxy provider calls go through (the environment's are ignored). */
+static const char *set_idp_proxy(cmd_parms *cmd, void *cfg, const char *arg)
+{
+    const char *why;
+
+    if (!strcasecmp(arg, "none")) {
+        ((bank_dir_conf *)cfg)->idp_proxy = "";
+        return NULL;
+    }
+    if ((why = bank_idp_proxy_check(cmd->pool, arg)) != NULL) {
+        return apr_psprintf(cmd->pool, "%s: %s, or none; got '%s'", cmd->cmd->name, why, arg);
+    }
+    ((bank_dir_conf *)cfg)->idp_proxy = apr_pstrdup(cmd->pool, arg);
+    return NULL;
 }
 
 #define BANK_CTX (RSRC_CONF | ACCESS_CONF)
@@ -586,8 +619,15 @@ const command_rec bank_cmds[] = {
                   "still works there (default 5, 0 off, at most 60)"),
     AP_INIT_TAKE12("BankPasswordVerifyConcurrency", set_verify_concurrency, NULL, BANK_CTX,
                    "Password verifications at once per process (default: the CPU count), and "
-                   "how many more may wait (default 16 per verification)"),
+                   "how many more may wait (default: 16 per verification, within half of "
+                   "ThreadsPerChild)"),
     AP_INIT_TAKE1("BankPasswordVerifyServerConcurrency", set_verify_server, NULL, RSRC_CONF,
                   "Password verifications at once in all processes together "
                   "(default: the CPU count; off: no such bound)"),
+    AP_INIT_TAKE1("BankBvnProviderProxy", set_idp_proxy, NULL, BANK_CTX,
+                  "URL of the proxy identity provider calls go through, or none (the default: "
+                  "http_proxy and the like in the environment are ignored)"),
+    AP_INIT_TAKE1("BankPasswordVerifyMaxWait", set_verify_max_wait, NULL, RSRC_CONF,
+                  "Milliseconds a sign-in may wait for its password verification to start "
+                  "before it is refused with 503 (default 1000)"),
     {NULL}};

@@ -7,6 +7,8 @@
 #include <http_protocol.h>
 #include "mod_bank_idp.h"
 #include "mod_bank_http.h"
+#include "mod_bank_metrics.h"
+#include "bank_rand.h"
 
 APLOG_USE_MODULE(bank);
 
@@ -99,8 +101,16 @@ int bank_idp_verify(request_rec *r, const bank_idp_query_t *q, bank_idp_result_t
                                   " ms, %s connection",
                   name, out->why, out->http_status, apr_time_as_msec(apr_time_now() - start),
                   out->reused ? "reused" : "new");
+    /* bank_idp_calls_total{provider,outcome}: the counters follow the kinds' and verdicts'
+     * order (include/bank_metrics.h) */
+    if (bank_metrics_shared()) {
+        bank_metrics_count(
+            bank_metrics_shared(),
+            (bank_metric_t)(BANK_M_IDP_CALLS + (c.kind - BANK_IDP_DOJAH) * 4 + (int)out->verdict));
+    }
     if (out->verdict == BANK_IDP_MATCH || out->verdict == BANK_IDP_MISMATCH) {
         bank_idp_breaker_record(breaker, c.base_url, 1, apr_time_now());
+        bank_idp_latency_record(breaker, c.base_url, apr_time_now() - start);
         return OK;
     }
     if (out->verdict == BANK_IDP_REFUSED) {
@@ -144,6 +154,28 @@ bank_record_verdict bank_idp_onboard_ask(void *baton, const char *bvn, const cha
     return res.diff == BANK_IDP_DIFF_DATE    ? BANK_RECORD_DOB
            : res.diff == BANK_IDP_DIFF_NAMES ? BANK_RECORD_NAMES
                                              : BANK_RECORD_UNKNOWN;
+}
+
+void bank_idp_onboard_hold(void *baton)
+{
+    bank_idp_onboard_t *b = baton;
+    bank_idp_conf_t c;
+    apr_uint32_t r = 0;
+    apr_interval_time_t wait;
+
+    bank_conf_idp(bank_conf(b->r), &c);
+    if (bank_random_bytes((unsigned char *)&r, sizeof(r)) != 0) {
+        r = (apr_uint32_t)apr_time_now();
+    }
+    wait = bank_idp_latency_draw(breaker, c.base_url, r);
+    if (wait < 0) {
+        wait = apr_time_from_msec(BANK_IDP_HOLD_FALLBACK);
+    }
+    ap_log_rerror(APLOG_MARK, APLOG_TRACE1, 0, b->r,
+                  BANKLOGNO(1601) "BVN judged on the kept record: answer held %" APR_TIME_T_FMT
+                                  " ms, as long as a call to identity provider %s may take",
+                  apr_time_as_msec(wait), bank_idp_kind_name(c.kind));
+    apr_sleep(wait);
 }
 
 int bank_idp_unavailable(request_rec *r, const bank_idp_onboard_t *b)

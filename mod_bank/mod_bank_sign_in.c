@@ -106,8 +106,10 @@ static int refused(request_rec *r, const bank_sign_in_t *in, const bank_sign_in_
     case BANK_SIGN_IN_BUSY:
         ap_log_rerror(APLOG_MARK, APLOG_INFO, 0, r,
                       BANKLOGNO(0511) "sign-in refused: every password verification slot of "
-                                      "this process is taken and its queue is full "
-                                      "(BankPasswordVerifyConcurrency)");
+                                      "this process is taken and its queue is full, or its "
+                                      "verification could not start within %d ms "
+                                      "(BankPasswordVerifyConcurrency)",
+                      (int)apr_time_as_msec(bank_verify_max_wait()));
         return bank_error_unavailable(r,
                                       "Too many sign-ins are being verified right now; try "
                                       "again shortly.",
@@ -115,7 +117,7 @@ static int refused(request_rec *r, const bank_sign_in_t *in, const bank_sign_in_
     default:
         ap_log_rerror(APLOG_MARK, APLOG_INFO, 0, r, BANKLOGNO(0503) "sign-in refused: %s",
                       out->why);
-        bank_rate_headers(r, in->attempts, out->remaining);
+        bank_rate_headers(r, out->limit, out->remaining);
         return bank_error(r, BANK_E_INVALID_CREDENTIALS, NULL, NULL);
     }
 }
@@ -155,6 +157,15 @@ int bank_sign_in_handler(request_rec *r)
         (rc = bank_read_json(r, &body, NULL, NULL)) != OK || (rc = validate(r, body, &in)) != OK) {
         return rc;
     }
+    in.run = bank_verify_run;
+    in.run_baton = conf->verifier ? conf->verifier : bank_verifier_default();
+    /* Under a flood the refusals must be quick: a process whose queue is full refuses before
+     * any database work. */
+    if (!bank_verify_has_room(in.run_baton)) {
+        memset(&out, 0, sizeof(out));
+        out.verdict = BANK_SIGN_IN_BUSY;
+        return refused(r, &in, &out);
+    }
     if (!(db = take(&lease))) {
         return bank_error_db(r, NULL, BANK_DB_ERROR, "sign-in");
     }
@@ -169,8 +180,6 @@ int bank_sign_in_handler(request_rec *r)
     in.lifetime = bank_conf_token_lifetime(conf);
     in.now = apr_time_now();
     in.metrics = bank_metrics_block();
-    in.run = bank_verify_run;
-    in.run_baton = conf->verifier ? conf->verifier : bank_verifier_default();
     drc = bank_sign_in(db, &in, &out);
     db = out.db;
     if (drc != BANK_DB_OK) {

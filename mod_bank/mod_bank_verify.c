@@ -4,7 +4,11 @@
  * after it (mod_bank/bank_scrypt.c), so nothing of it stays in a glibc arena after a flood.
  *  - Per process: only `concurrency` threads of each process verify, in order, with at most
  *    `waiting` sign-ins queued; a sign-in beyond that is refused at once (503) instead of
- *    holding an httpd thread to wait.
+ *    holding an httpd thread to wait. The defaults leave half of the process's threads
+ *    (ThreadsPerChild) out of this, free to refuse at once whatever comes next.
+ *  - In time: a sign-in that has not started computing BankPasswordVerifyMaxWait after it was
+ *    queued (a turn in the queue, then a slot of the semaphore below) is refused then (503),
+ *    so no sign-in waits long, whatever the settings.
  *  - Per server: those threads, in every process, compute only while they hold a slot of one
  *    System V semaphore (default: as many slots as CPUs). An event MPM server under a sign-in
  *    flood runs 4 to 6 processes; without it their verification threads together oversubscribe
@@ -12,7 +16,11 @@
  *    times as many as CPUs, docs/benchmarks.md). SEM_UNDO gives back the slots of a process
  *    that dies holding them. A graceful restart removes the old semaphore: the old
  *    generation's last verifications then run without it. */
+#ifndef _GNU_SOURCE
+#define _GNU_SOURCE /* semtimedop */
+#endif
 #include <errno.h>
+#include <time.h>
 #include <unistd.h>
 #include <sys/types.h>
 #include <sys/ipc.h>
@@ -23,16 +31,20 @@
 #include <apr_thread_cond.h>
 #include <http_config.h>
 #include <unixd.h>
+#include <ap_mpm.h>
 #include "mod_bank.h"
 #include "mod_bank_verify.h"
 #include "bank_metrics.h"
+#include "bank_sign_in.h"
 
 APLOG_USE_MODULE(bank);
 
 typedef struct job_s {
     void (*fn)(void *arg);
     void *arg;
+    apr_time_t deadline; /* not computing by then: refused */
     int done;
+    int refused;
     struct job_s *next;
 } job_t;
 
@@ -101,11 +113,42 @@ static int cpu_count(void)
     return cpus > 0 && cpus < 1024 ? (int)cpus : 1;
 }
 
+/* The request threads of one process (ThreadsPerChild; 1 for prefork). */
+static int thread_count(void)
+{
+    int threads = 0;
+    if (ap_mpm_query(AP_MPMQ_MAX_THREADS, &threads) != APR_SUCCESS || threads < 1) {
+        threads = 1;
+    }
+    return threads;
+}
+
+/* BankPasswordVerifyMaxWait in ms: -1 not set (the default). */
+static int max_wait_ms = -1;
+
 static apr_status_t unset_server_slots(void *unused)
 {
     (void)unused;
     server_slots = -1;
     return APR_SUCCESS;
+}
+
+static apr_status_t unset_max_wait(void *unused)
+{
+    (void)unused;
+    max_wait_ms = -1;
+    return APR_SUCCESS;
+}
+
+void bank_verify_set_max_wait(apr_pool_t *pconf, int ms)
+{
+    max_wait_ms = ms;
+    apr_pool_cleanup_register(pconf, NULL, unset_max_wait, apr_pool_cleanup_null);
+}
+
+apr_interval_time_t bank_verify_max_wait(void)
+{
+    return apr_time_from_msec(max_wait_ms < 0 ? BANK_VERIFY_MAX_WAIT_DEFAULT : max_wait_ms);
 }
 
 void bank_verify_set_server_slots(apr_pool_t *pconf, int slots)
@@ -166,15 +209,28 @@ void bank_verify_post_config(apr_pool_t *pconf, server_rec *s)
                  slots, gate_id);
 }
 
-/* Takes (-1) or gives back (1) one slot of the server's semaphore; 0 when done. */
-static int gate(int op)
+/* Takes (-1) or gives back (1) one slot of the server's semaphore, a take waiting until
+ * deadline at most; 0 when done, 1 when the deadline passed first, -1 when it is gone. */
+static int gate(int op, apr_time_t deadline)
 {
     struct sembuf b;
+    struct timespec ts;
+    apr_interval_time_t left;
 
     b.sem_num = 0;
     b.sem_op = (short)op;
     b.sem_flg = SEM_UNDO;
-    while (semop(gate_id, &b, 1) != 0) {
+    for (;;) {
+        left = deadline - apr_time_now();
+        left = left > 0 ? left : 0;
+        ts.tv_sec = (time_t)apr_time_sec(left);
+        ts.tv_nsec = (long)apr_time_usec(left) * 1000L;
+        if ((op < 0 ? semtimedop(gate_id, &b, 1, &ts) : semop(gate_id, &b, 1)) == 0) {
+            return 0;
+        }
+        if (errno == EAGAIN) {
+            return 1;
+        }
         if (errno != EINTR) {
             /* removed (a graceful restart made a new one, ipcrm, systemd's RemoveIPC) or no
              * longer ours: verify without it from now on in this process, and say so once */
@@ -188,14 +244,19 @@ static int gate(int op)
             return -1;
         }
     }
-    return 0;
 }
 
+/* Runs the job once it holds a slot of the server's semaphore (if there is one); refused
+ * when none came before its deadline. */
 static void compute(job_t *j)
 {
     bank_metrics_t *m = bank_metrics_shared();
-    int held = gate_id >= 0 && !gate_lost && gate(-1) == 0, free_slots;
+    int got = gate_id >= 0 && !gate_lost ? gate(-1, j->deadline) : -1, held = got == 0, free_slots;
 
+    if (got == 1) {
+        j->refused = 1;
+        return;
+    }
     /* how many compute now, as the semaphore counts them (exact whatever became of processes
      * that held slots: the kernel gave theirs back) */
     if (held && m && (free_slots = semctl(gate_id, 0, GETVAL)) >= 0 && free_slots < gate_slots) {
@@ -203,7 +264,7 @@ static void compute(job_t *j)
     }
     j->fn(j->arg);
     if (held) {
-        gate(1);
+        gate(1, 0);
     }
 }
 
@@ -288,23 +349,64 @@ static void start(bank_verifier_t *v, apr_pool_t *pchild, server_rec *s)
 void bank_verify_child_init(apr_pool_t *pchild, server_rec *s)
 {
     bank_verifier_t *v;
-    int n = cpu_count();
+    int threads = thread_count(), n = bank_sign_in_default_concurrency(cpu_count(), threads);
 
-    fallback = bank_verifier_new(pchild, n, n * BANK_VERIFY_WAIT_FACTOR);
+    fallback = bank_verifier_new(pchild, n, bank_sign_in_default_waiting(n, threads));
     for (v = all; v; v = v->next) {
+        if (v->waiting < 0) {
+            v->waiting = bank_sign_in_default_waiting(v->concurrency, threads);
+        }
         start(v, pchild, s);
     }
+    ap_log_error(APLOG_MARK, APLOG_DEBUG, 0, s,
+                 BANKLOGNO(1602) "password verifications of this process by default: %d at "
+                                 "once, %d waiting at most %d ms (ThreadsPerChild %d)",
+                 fallback->concurrency, fallback->waiting,
+                 (int)apr_time_as_msec(bank_verify_max_wait()), threads);
+}
+
+/* Takes j out of v's queue if it is still there (v->lock held); 1 if it was. */
+static int unqueue(bank_verifier_t *v, job_t *j)
+{
+    job_t **at = &v->head, *prev = NULL;
+
+    while (*at && *at != j) {
+        prev = *at;
+        at = &(*at)->next;
+    }
+    if (!*at) {
+        return 0;
+    }
+    *at = j->next;
+    if (v->tail == j) {
+        v->tail = prev;
+    }
+    return 1;
+}
+
+int bank_verify_has_room(void *baton)
+{
+    bank_verifier_t *v = baton;
+    int room;
+
+    if (!v || !v->lock || v->threads == 0) {
+        return 1;
+    }
+    apr_thread_mutex_lock(v->lock);
+    room = v->admitted < v->threads + v->waiting;
+    apr_thread_mutex_unlock(v->lock);
+    return room;
 }
 
 int bank_verify_run(void *baton, void (*fn)(void *arg), void *arg)
 {
     bank_verifier_t *v = baton;
-    job_t j = {fn, arg, 0, NULL};
+    job_t j = {fn, arg, apr_time_now() + bank_verify_max_wait(), 0, 0, NULL};
+    apr_interval_time_t left;
 
     if (!v || !v->lock || v->threads == 0) {
-        job_t direct = {fn, arg, 0, NULL};
-        compute(&direct); /* no threads (logged at start): verify here, not refuse every one */
-        return 0;
+        compute(&j); /* no threads (logged at start): verify here, not refuse every one */
+        return j.refused;
     }
     apr_thread_mutex_lock(v->lock);
     if (v->admitted >= v->threads + v->waiting) {
@@ -320,8 +422,21 @@ int bank_verify_run(void *baton, void (*fn)(void *arg), void *arg)
     v->tail = &j;
     apr_thread_cond_signal(v->work);
     while (!j.done) {
-        apr_thread_cond_wait(v->done, v->lock);
+        left = j.deadline - apr_time_now();
+        if (left <= 0 && unqueue(v, &j)) {
+            /* no turn in time: give up the place; nothing was verified */
+            v->admitted--;
+            apr_thread_mutex_unlock(v->lock);
+            return 1;
+        }
+        if (left > 0) {
+            apr_thread_cond_timedwait(v->done, v->lock, left);
+        } else {
+            /* a thread took it: it computes now, or gives up waiting for a slot at the
+             * deadline (compute) */
+            apr_thread_cond_wait(v->done, v->lock);
+        }
     }
     apr_thread_mutex_unlock(v->lock);
-    return 0;
+    return j.refused;
 }

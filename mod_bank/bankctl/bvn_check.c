@@ -34,6 +34,7 @@ static void configure(ctl_t *c, apr_table_t *o, bank_idp_conf_t *conf)
         die(EXIT_USAGE, "%s: --provider (or BANK_BVN_PROVIDER) must be dojah or prembly", cmd);
     }
     conf->kind = k;
+    conf->proxy = NULL; /* as the module without BankBvnProviderProxy: no proxy */
     if ((why = bank_idp_url_check(c->pool, url && *url ? url : bank_idp_default_url(k),
                                   &conf->base_url)) != NULL) {
         die(EXIT_USAGE, "%s: --url: %s", cmd, why);

@@ -67,6 +67,7 @@ BankWebhookSignature X-Partner-Signature sha256 hmac-key-123
 BankWebhookPartner paystack
 BankPasswordVerifyConcurrency 4
 BankPasswordVerifyServerConcurrency 3
+BankPasswordVerifyMaxWait 60000
 BankTokenCacheSeconds 0
 <Location /api/auth/sign_in>
     BankPasswordVerifyConcurrency 2 0
@@ -82,6 +83,7 @@ BankTokenCacheSeconds 0
     BankBvnProvider dojah
     BankBvnProviderCredentials app-id-123 prod_sk_secret
     BankBvnProviderTimeout 300
+    BankBvnProviderProxy http://proxy.internal:3128
 </Location>
 <Location /v2/onboarding/bvn>
     SetHandler bank-bvn
@@ -101,6 +103,7 @@ BankTokenCacheSeconds 0
 <Location /t/onboarding/bvn>
     SetHandler bank-bvn
     BankBvnProvider table
+    BankBvnProviderProxy none
 </Location>
 OK
 is($rc, 0, 'a valid configuration passes apache2 -t') or diag($out);
@@ -225,6 +228,10 @@ my @bad = (
     ['BankBvnProviderTimeout 0',           'BankBvnProviderTimeout', 'zero'],
     ['BankBvnProviderTimeout 301',         'BankBvnProviderTimeout', 'over 300'],
     ['BankBvnProviderTimeout 5s',          'BankBvnProviderTimeout', 'unit suffix'],
+    ['BankBvnProviderProxy proxy:3128',   'BankBvnProviderProxy', 'proxy without a scheme'],
+    ['BankBvnProviderProxy ftp://proxy:21', 'BankBvnProviderProxy', 'proxy of an unknown scheme'],
+    ['BankBvnProviderProxy http://proxy:3128/x?y', 'BankBvnProviderProxy', 'proxy with a path'],
+    ['BankBvnProviderProxy',               'BankBvnProviderProxy', 'proxy: no argument'],
     ['BankTokenCacheSeconds 61',           'BankTokenCacheSeconds', 'over 60'],
     ['BankTokenCacheSeconds -1',           'BankTokenCacheSeconds', 'negative'],
     ['BankTokenCacheSeconds 5s',           'BankTokenCacheSeconds', 'not a number'],
@@ -235,6 +242,9 @@ my @bad = (
     ['BankPasswordVerifyConcurrency 2 100001', 'BankPasswordVerifyConcurrency', 'too many waiting'],
     ['BankPasswordVerifyConcurrency 2 4 8', 'BankPasswordVerifyConcurrency', 'three arguments'],
     ['BankPasswordVerifyServerConcurrency 0', 'BankPasswordVerifyServerConcurrency', 'zero (off is the word)'],
+    ['BankPasswordVerifyMaxWait 0',       'BankPasswordVerifyMaxWait', 'no wait at all'],
+    ['BankPasswordVerifyMaxWait 60001',   'BankPasswordVerifyMaxWait', 'over a minute'],
+    ['BankPasswordVerifyMaxWait 1s',      'BankPasswordVerifyMaxWait', 'unit suffix on the wait'],
     ['BankPasswordVerifyServerConcurrency 257', 'BankPasswordVerifyServerConcurrency', 'over 256'],
     ['BankPasswordVerifyServerConcurrency 2x', 'BankPasswordVerifyServerConcurrency', 'not a number'],
     ['BankPasswordVerifyServerConcurrency -1', 'BankPasswordVerifyServerConcurrency', 'negative'],

@@ -132,7 +132,17 @@ static void test_dojah(apr_pool_t *p)
                 &r) == BANK_IDP_MISMATCH);
     CHECK(judge(p, BANK_IDP_DOJAH, 404, "{\"error\":\"BVN not found\"}", &r) == BANK_IDP_MISMATCH);
     CHECK(r.diff == BANK_IDP_DIFF_UNKNOWN);
-    CHECK(judge(p, BANK_IDP_DOJAH, 400, "", &r) == BANK_IDP_MISMATCH);
+    CHECK(judge(p, BANK_IDP_DOJAH, 400, "{\"error\":\"Bvn Not Found\"}", &r) == BANK_IDP_MISMATCH);
+    /* a 400 or 404 that does not say "BVN not found": a malformed request or a wrong path,
+     * which must not cost the customer an attempt */
+    CHECK(judge(p, BANK_IDP_DOJAH, 400, "", &r) == BANK_IDP_UNAVAILABLE);
+    CHECK(judge(p, BANK_IDP_DOJAH, 404, "<html>Not Found</html>", &r) == BANK_IDP_UNAVAILABLE);
+    CHECK(judge(p, BANK_IDP_DOJAH, 404, "{\"error\":\"Not Found\"}", &r) == BANK_IDP_UNAVAILABLE);
+    CHECK(judge(p, BANK_IDP_DOJAH, 400, "{\"error\":\"invalid query parameters\"}", &r) ==
+          BANK_IDP_UNAVAILABLE);
+    CHECK(judge(p, BANK_IDP_DOJAH, 404, "{\"error\":[\"BVN not found\"]}", &r) ==
+          BANK_IDP_UNAVAILABLE);
+    CHECK(strstr(r.why, "HTTP 404") != NULL);
     /* a status that is not a boolean, a missing field: malformed, not a mismatch */
     CHECK(judge(p, BANK_IDP_DOJAH, 200,
                 "{\"entity\":{\"bvn\":{\"status\":\"true\"},\"first_name\":{\"status\":true},"
@@ -192,6 +202,42 @@ static void test_prembly(apr_pool_t *p)
     CHECK(judge(p, BANK_IDP_PREMBLY, 401, "{}", &r) == BANK_IDP_REFUSED);
 }
 
+/* The latest answer times per base URL: none yet, then the recorded ones only, the ring
+ * keeping the newest BANK_IDP_LATENCY_SAMPLES. */
+static void test_latency(bank_idp_breaker_t *b, const char *u, const char *v)
+{
+    apr_uint32_t r;
+    int i, seen_101 = 0, seen_103 = 0;
+
+    CHECK(bank_idp_latency_draw(b, u, 7) == -1);
+    CHECK(bank_idp_latency_draw(NULL, u, 7) == -1);
+    bank_idp_latency_record(b, u, 101000);
+    for (r = 0; r < 10; r++) {
+        CHECK(bank_idp_latency_draw(b, u, r) == 101000);
+    }
+    bank_idp_latency_record(b, u, 103000);
+    for (r = 0; r < 10; r++) {
+        apr_interval_time_t w = bank_idp_latency_draw(b, u, r);
+        CHECK(w == 101000 || w == 103000);
+        seen_101 |= w == 101000;
+        seen_103 |= w == 103000;
+    }
+    CHECK(seen_101 && seen_103);
+    CHECK(bank_idp_latency_draw(b, v, 7) == -1); /* another URL has its own */
+    for (i = 0; i < BANK_IDP_LATENCY_SAMPLES; i++) {
+        bank_idp_latency_record(b, u, 50000 + i);
+    }
+    for (r = 0; r < 2 * BANK_IDP_LATENCY_SAMPLES; r++) {
+        apr_interval_time_t w = bank_idp_latency_draw(b, u, r);
+        CHECK(w >= 50000 && w < 50000 + BANK_IDP_LATENCY_SAMPLES);
+    }
+    /* a time past the longest timeout is kept as that */
+    for (i = 0; i < BANK_IDP_LATENCY_SAMPLES; i++) {
+        bank_idp_latency_record(b, v, apr_time_from_sec(100000));
+    }
+    CHECK(bank_idp_latency_draw(b, v, 3) == apr_time_from_sec(BANK_IDP_TIMEOUT_MAX));
+}
+
 static void test_breaker(apr_pool_t *p)
 {
     bank_idp_breaker_t *b = bank_idp_breaker_at(apr_palloc(p, bank_idp_breaker_size()));
@@ -212,6 +258,7 @@ static void test_breaker(apr_pool_t *p)
     CHECK(bank_idp_breaker_allow(b, u, t) == BANK_IDP_BREAKER_OPEN);
     CHECK(bank_idp_breaker_allow(b, u, t + apr_time_from_sec(29) + 1) == 1);
     CHECK(bank_idp_breaker_allow(b, v, t) == 0); /* another URL has its own */
+    test_latency(b, u, v);
     /* after 30 s one trial goes ahead, the others wait for it */
     t += apr_time_from_sec(BANK_IDP_BREAKER_OPEN);
     CHECK(bank_idp_breaker_allow(b, u, t) == 0);

@@ -211,7 +211,13 @@ static void test_read_path(bank_db_t *db)
 typedef struct {
     int calls;
     bank_record_verdict says;
+    int holds;
 } fake_provider;
+
+static void fake_hold(void *baton)
+{
+    ((fake_provider *)baton)->holds++;
+}
 
 static bank_record_verdict fake_ask(void *baton, const char *bvn, const char *dob,
                                     const bank_customer_t *customer, const char **first,
@@ -264,9 +270,9 @@ static const char *kept(bank_db_t *db, const char *bvn)
 static void test_provider(bank_db_t *db)
 {
     apr_pool_t *p = bank_db_pool(db);
-    fake_provider f = {0, BANK_RECORD_OK};
-    bank_onboard_provider_t provider = {fake_ask, &f, "dojah"};
-    bank_customer_t c, other;
+    fake_provider f = {0, BANK_RECORD_OK, 0};
+    bank_onboard_provider_t provider = {fake_ask, &f, "dojah", fake_hold};
+    bank_customer_t c, other, third;
     bank_onboard_t st;
     const char *bvn = apr_psprintf(p, "7%010d", ++fixture_seq);
 
@@ -281,9 +287,16 @@ static void test_provider(bank_db_t *db)
     CHECK(!st.opened && f.calls == 1);
     CHECK(run_provider(db, &st, &provider, c.id, bvn, "1990-04-13") == BANK_ONBOARD_DONE);
     CHECK(st.record == BANK_RECORD_DOB && f.calls == 1);
+    CHECK(f.holds == 0); /* the customer's own BVN: their own state, not held */
     fixture_customer(db, "Ada", "Obi", "pw", &other);
     CHECK(run_provider(db, &st, &provider, other.id, bvn, "1990-04-12") == BANK_ONBOARD_TAKEN);
     CHECK(st.record == BANK_RECORD_OK && f.calls == 1);
+    /* another customer's BVN, judged on the kept record: held as long as a call, each time,
+     * whatever the record says */
+    CHECK(f.holds == 1);
+    fixture_customer(db, "Eze", "Obi", "pw", &third);
+    CHECK(run_provider(db, &st, &provider, third.id, bvn, "1990-04-13") == BANK_ONBOARD_TAKEN);
+    CHECK(st.record == BANK_RECORD_DOB && f.calls == 1 && f.holds == 2);
 
     /* the provider unavailable: nothing counted, nothing written */
     f.says = BANK_RECORD_UNAVAILABLE;
@@ -296,7 +309,7 @@ static void test_provider(bank_db_t *db)
     f.says = BANK_RECORD_NAMES;
     CHECK(run_provider(db, &st, &provider, other.id, bvn, "1990-04-12") == BANK_ONBOARD_OPEN);
     CHECK(st.record == BANK_RECORD_NAMES && !st.opening && st.count.remaining == 2);
-    CHECK(f.calls == 3);
+    CHECK(f.calls == 3 && f.holds == 2);
     CHECK_STR(kept(db, bvn), "");
     CHECK(bank_onboard_state(db, &st) == BANK_DB_OK && st.verdict == BANK_ONBOARD_OPEN);
 }

@@ -114,6 +114,9 @@ static void test_address(bank_db_t *db)
     for (i = 1; i <= 4; i++) {
         CHECK(attempt(db, apr_psprintf(bank_db_pool(db), "spray%d@example.com", i), "x",
                       "192.0.2.9", &out) == BANK_SIGN_IN_REFUSED);
+        /* each new e-mail has 1 of its 2 left, the address 4 - i of its 4: the smaller is
+         * told, with its limit */
+        CHECK(out.remaining == (4 - i < 1 ? 4 - i : 1) && out.limit == (4 - i < 1 ? 4 : 2));
     }
     CHECK(attempt(db, "spray5@example.com", "x", "192.0.2.9", &out) == BANK_SIGN_IN_ADDRESS);
     CHECK(out.limit == 4 && out.address.failures == 4 && out.retry_after >= 1);
@@ -154,6 +157,33 @@ static void test_retry_after(void)
     CHECK(bank_throttle_retry_after("2026-11-22T07:38:00.000Z", 60, now) == 1);  /* expired */
     CHECK(bank_throttle_retry_after("2026-11-22T07:45:00.000Z", 60, now) == 60); /* ahead */
     CHECK(bank_throttle_retry_after("garbage", 60, now) == 60);
+}
+
+/* The verification bound's defaults leave half of a process's threads free: on any CPU count
+ * the queued sign-ins cannot hold every thread, so a sign-in beyond them is refused at once. */
+static void test_defaults(void)
+{
+    int cpus, threads;
+
+    CHECK(bank_sign_in_default_concurrency(2, 16) == 2);
+    CHECK(bank_sign_in_default_waiting(2, 16) == 6); /* 2 + 6 = 8 of 16 */
+    CHECK(bank_sign_in_default_concurrency(2, 25) == 2);
+    CHECK(bank_sign_in_default_waiting(2, 25) == 10);
+    CHECK(bank_sign_in_default_concurrency(64, 25) == 12);
+    CHECK(bank_sign_in_default_waiting(12, 25) == 0);
+    CHECK(bank_sign_in_default_concurrency(1, 1000) == 1);
+    CHECK(bank_sign_in_default_waiting(1, 1000) == BANK_SIGN_IN_WAIT_FACTOR);
+    CHECK(bank_sign_in_default_concurrency(8, 1) == 1); /* prefork: one thread */
+    CHECK(bank_sign_in_default_waiting(1, 1) == 0);
+    CHECK(bank_sign_in_default_waiting(4, 2) == 0); /* N set above the threads */
+    for (cpus = 1; cpus <= 256; cpus *= 2) {
+        for (threads = 1; threads <= 512; threads += 7) {
+            int n = bank_sign_in_default_concurrency(cpus, threads),
+                w = bank_sign_in_default_waiting(n, threads);
+            CHECK(n >= 1 && n <= cpus && w >= 0);
+            CHECK(threads < 2 || n + w <= threads / 2);
+        }
+    }
 }
 
 /* A host runner with no room (bank_sign_in_runner_fn), and one that runs the job here. */
@@ -278,5 +308,6 @@ static void all(bank_db_t *db)
 static void run_tests(apr_pool_t *p)
 {
     test_retry_after();
+    test_defaults();
     fixture_each(p, all);
 }
