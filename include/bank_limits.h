@@ -16,9 +16,14 @@
 #define BANK_TOKEN_TTL_MIN 60
 #define BANK_TOKEN_TTL_MAX 31536000 /* one year */
 #define BANK_TOKEN_TTL_DEFAULT 86400
-/* BankTokenCacheSeconds: how long a revoked token may still work on a process (default, most) */
+/* BankTokenCacheSeconds: how long a verified token is kept by a process (default, most) */
 #define BANK_TOKEN_CACHE_DEFAULT 5
 #define BANK_TOKEN_CACHE_MAX 60
+/* The revocation feed: a process answers from its token cache only if it read the feed at
+ * most this long ago, milliseconds; and the revocations one read handles one by one (more:
+ * the whole cache is dropped; bank_token_revocations' LIMIT is one more). */
+#define BANK_TOKEN_FEED_INTERVAL_MS 200
+#define BANK_TOKEN_FEED_MAX 1000
 
 /* The abilities a token may carry, as the endpoints check them; "*" grants all. */
 #define BANK_ABILITY_BANKS "banks:read"

@@ -15,7 +15,9 @@
  *                the column itself on SQLite (which stores that text)
  *   {skip_locked} after a SELECT's LIMIT: FOR UPDATE SKIP LOCKED on PostgreSQL (rows
  *                another transaction holds are passed over), nothing on SQLite (one writer
- *                at a time) */
+ *                at a time)
+ *   {feed_position} {feed_since}  the token revocation feed's position and the rows after
+ *                one (bank_store_auth.c; a seq on SQLite, a snapshot on PostgreSQL) */
 #ifndef BANK_SQL_H
 #define BANK_SQL_H
 

@@ -16,9 +16,9 @@ typedef struct {
 int bank_authenticate(request_rec *r, bank_db_t *db, const char *ability, bank_principal_t **out);
 /* The opening every customer endpoint shares: method gate, then the bearer token and the
  * ability (before any body is read): from the process's cache of verified tokens when
- * BankTokenCacheSeconds allows (*db then NULL: take one with bank_db when needed), else
- * through a database connection (*db set). OK with the principal set, or the status of the
- * error answer already written (405, 503, 401, 403). */
+ * BankTokenCacheSeconds allows (*db NULL unless the revocation feed was read on one: take
+ * one with bank_db when needed), else through a database connection (*db set). OK with the
+ * principal set, or the status of the error answer already written (405, 503, 401, 403). */
 int bank_customer_request(request_rec *r, apr_int64_t methods, const char *allow,
                           const char *ability, bank_db_t **db, bank_principal_t **out);
 /* The per-process cache of verified tokens. */

@@ -45,6 +45,14 @@ static const struct {
     {"bool", "%d", "%d <> 0"},
     {"ymd", "@", "to_char(@, 'YYYY-MM-DD')"},
     {"skip_locked", "", " FOR UPDATE SKIP LOCKED"},
+    /* The token revocation feed (bank_store_auth.c): where a read stands (SQLite: the last
+     * seq; PostgreSQL: the statement's snapshot), and the rows committed after the position
+     * in the one parameter. */
+    {"feed_position", "CAST((SELECT COALESCE(MAX(seq), 0) FROM auth_token_revocations) AS TEXT)",
+     "CAST(pg_current_snapshot() AS text)"},
+    {"feed_since", "auth_token_revocations WHERE seq > CAST(%s AS INTEGER)",
+     "(SELECT CAST(%s AS pg_snapshot) AS s) AS f, auth_token_revocations"
+     " WHERE xid >= pg_snapshot_xmin(f.s) AND NOT pg_visible_in_snapshot(xid, f.s)"},
 };
 
 static const char *expand_one(apr_pool_t *p, const char *marker, apr_size_t len, int pgsql)

@@ -11,6 +11,7 @@
 #include "bank_store.h"
 #include "bank_token.h"
 #include "bank_token_cache.h"
+#include "bank_token_feed.h"
 #include "bank_time.h"
 #include "bank_limits.h"
 #include "mod_bank_config.h"
@@ -21,22 +22,42 @@ APLOG_USE_MODULE(bank);
 #define BANK_TOUCH_INTERVAL apr_time_from_sec(60)
 
 /* ---- verified tokens, per process (docs/configuration.md, BankTokenCacheSeconds) ----
- * A token row read from the database is kept for BankTokenCacheSeconds (bank_token_cache.c):
- * requests with the same token within that time are verified against it (the same hash
- * comparison, expiry and ability checks) without a database round trip. A token revoked by
- * another process therefore still works for at most that long on a process that read it
- * before; sign-out here drops it at once. Scoped by server: each may have its own database. */
+ * A token row read from the database is kept for at most BankTokenCacheSeconds
+ * (bank_token_cache.c): requests with the same token within that time are verified against it
+ * (the same hash comparison, expiry and ability checks) without a database round trip, as
+ * long as the server's revocation feed (bank_token_feed.c) was read in the last
+ * BANK_TOKEN_FEED_INTERVAL_MS; the request that finds it older reads it first. A token revoked
+ * anywhere is therefore refused here within that interval; sign-out here drops it at once.
+ * Scoped by server: each may have its own database, and has its own feed. */
 #define CACHE_MAX 10000
 
 static bank_token_cache_t *tokens;
+static apr_hash_t *feeds; /* server_rec * -> bank_token_feed_t *, read-only after child init */
 
 void bank_auth_child_init(apr_pool_t *pchild, server_rec *s)
 {
     const char *err = NULL;
+    server_rec *v;
 
     if (!(tokens = bank_token_cache_create(pchild, CACHE_MAX,
                                            apr_time_from_sec(BANK_TOKEN_CACHE_MAX), &err))) {
         ap_log_error(APLOG_MARK, APLOG_ERR, 0, s, BANKLOGNO(0303) "token cache disabled: %s", err);
+        return;
+    }
+    feeds = apr_hash_make(pchild);
+    for (v = s; v; v = v->next) {
+        bank_token_feed_t *f = bank_token_feed_create(
+            pchild, tokens, apr_time_from_msec(BANK_TOKEN_FEED_INTERVAL_MS), &err);
+        server_rec **key = apr_palloc(pchild, sizeof(*key));
+
+        if (!f) {
+            ap_log_error(APLOG_MARK, APLOG_ERR, 0, s,
+                         BANKLOGNO(2103) "token cache disabled: no revocation feed: %s", err);
+            tokens = NULL;
+            return;
+        }
+        *key = v;
+        apr_hash_set(feeds, key, sizeof(*key), f);
     }
 }
 
@@ -124,22 +145,44 @@ static int check_row(request_rec *r, const char *id, const char *secret,
     return OK;
 }
 
+/* 1 if the cache may answer for r's server now: its revocation feed read within the
+ * interval, by this request if no other did (the connection it took, if any, in *db). */
+static int feed_current(request_rec *r, bank_db_t **db)
+{
+    server_rec *s = r->server;
+    bank_token_feed_t *f = apr_hash_get(feeds, &s, sizeof(s));
+    apr_time_t now = apr_time_now();
+
+    if (!f) {
+        return 0;
+    }
+    if (bank_token_feed_current(f, now)) {
+        return 1;
+    }
+    if (!*db && !(*db = bank_db(r))) {
+        return 0;
+    }
+    return bank_token_feed_read(f, *db, now) == BANK_DB_OK;
+}
+
 /* 1 if the token was answered from the cache (*rc: OK or the error answered), 0 to go to
- * the database. */
-static int from_cache(request_rec *r, const char *ability, bank_principal_t **out, int *rc)
+ * the database (with *db if the cache took a connection already). */
+static int from_cache(request_rec *r, const char *ability, bank_principal_t **out, int *rc,
+                      bank_db_t **db)
 {
     apr_time_t max_age = cache_max_age(r);
     const char *id, *secret;
     bank_token_row_t row;
 
     if (max_age <= 0 || bank_token_decode(r->pool, bank_bearer(r), &id, &secret) != 0 ||
+        !feed_current(r, db) ||
         !bank_token_cache_get(tokens, r->pool, r->server, id, max_age, &row) ||
         !bank_token_verify(r->pool, secret, row.hash)) {
         return 0;
     }
     if ((*rc = check_row(r, id, secret, &row, 1, ability, out)) == OK) {
         const char *seen = row.last_used_at;
-        touch(r, NULL, id, &row);
+        touch(r, *db, id, &row);
         if (row.last_used_at != seen) {
             bank_token_cache_touched(tokens, r->server, id, row.last_used_at);
         }
@@ -188,10 +231,10 @@ int bank_customer_request(request_rec *r, apr_int64_t methods, const char *allow
     if ((rc = bank_allow_methods(r, methods, allow)) != OK) {
         return rc;
     }
-    if (from_cache(r, ability, out, &rc)) {
+    if (from_cache(r, ability, out, &rc, db)) {
         return rc;
     }
-    if (!(*db = bank_db(r))) {
+    if (!*db && !(*db = bank_db(r))) {
         return bank_error_db(r, NULL, BANK_DB_ERROR, r->handler);
     }
     return bank_authenticate(r, *db, ability, out);

@@ -32,7 +32,7 @@ int bank_sign_out_handler(request_rec *r)
         (rc = bank_customer_request(r, AP_METHOD_BIT << M_POST, "POST", NULL, &db, &who)) != OK) {
         return rc;
     }
-    /* a token answered from the cache came with no connection */
+    /* a token answered from the cache may come with no connection */
     if (!db && !(db = bank_db(r))) {
         return bank_error_db(r, NULL, BANK_DB_ERROR, "token revocation");
     }

@@ -1,7 +1,7 @@
 # The per-process cache of verified tokens (docs/configuration.md, BankTokenCacheSeconds):
 # with 0 (the test server's default) a revoked token is refused at once; on /cached/banks
-# (2 seconds) a token verified once is answered from the cache on the same process without
-# the database, so a revocation takes effect there within the delay, and never later.
+# (2 seconds) a token verified once is answered from the cache on the same process, and a
+# revocation still reaches it through the revocation feed well within a second.
 use strict;
 use warnings FATAL => 'all';
 use Apache::Test qw(-withtestmore);
@@ -28,30 +28,21 @@ sub get  { my ($ua, $path, $token) = @_; return $ua->get("$base$path", Authoriza
     assert_error($r, 401, 'E_UNAUTHORIZED_ACCESS', 'cache off: revoked token, same connection');
 }
 
-# --- 2 seconds: cached on the process that verified it, refused within the delay -----------
-# The revocation and the request after it must fit in the delay for the cached answer to be
-# seen: on a machine too busy for that, the round is tried again (up to five times).
+# --- 2 seconds: cached, yet a revocation is refused at once on the process that cached it ---
+# The process reads the revocation feed before answering from its cache when its last read
+# is 200 ms old; t/api/token_revocation.t shows every process of every server refusing
+# within 1 s and that the token was answered from the caches.
 {
-    my ($t, $ua, $revoked, $first, $within);
-    for my $try (1 .. 5) {
-        my $c = new_customer();
-        $t  = issue_token($c->{email});
-        $ua = conn();
-        is(get($ua, '/cached/banks', $t)->code, 200, "cache 2 s: the token works (try $try)");
-        $revoked = time;
-        bankctl('token', 'revoke', '--email', $c->{email});
-        $first  = get($ua, '/cached/banks', $t);
-        $within = time - $revoked < 1.5;
-        last if $within;
-        diag("try $try: the revocation and the request took over 1.5 s");
-    }
-    ok($within, 'cache 2 s: a revocation and a request within the delay');
-    is($first->code, 200, 'cache 2 s: the revoked token still works on the process that '
-          . 'verified it, within the delay (no database read)');
-    # every request after the delay, on this connection and on new ones, is refused
-    sleep 2.1 - (time - $revoked) if time - $revoked < 2.1;
+    my $c  = new_customer();
+    my $t  = issue_token($c->{email});
+    my $ua = conn();
+    is(get($ua, '/cached/banks', $t)->code, 200, 'cache 2 s: the token works') for 1 .. 2;
+    my $revoked = time;
+    bankctl('token', 'revoke', '--email', $c->{email});
+    my $done = time;
+    sleep 0.25 - (time - $done) if time - $done < 0.25;
     assert_error(get($ua, '/cached/banks', $t), 401, 'E_UNAUTHORIZED_ACCESS',
-        'cache 2 s: refused once the delay has passed, same connection');
+        'cache 2 s: a revoked token is refused on the process that verified it, well within the delay');
     my @later = map { get(conn(), '/cached/banks', $t)->code } 1 .. 6;
     is(scalar(grep { $_ != 401 } @later), 0, 'cache 2 s: refused on new connections too')
       or diag("@later");

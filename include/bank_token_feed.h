@@ -1,0 +1,46 @@
+/* What keeps a process's token cache (bank_token_cache.h) true to the database: the
+ * revocation feed, rows the database's triggers add to auth_token_revocations whenever a
+ * token row is deleted or changed in what verifies it, whoever does it (sign-out, bankctl, an
+ * application's own SQL). A cached token may answer only while the feed of its database was
+ * read at most an interval ago (bank_token_feed_current); a read drops every token revoked
+ * since the read before (bank_token_feed_read). A read that fails distrusts the whole cache
+ * until a read succeeds again, and the next read starts where the last good one stopped, so
+ * nothing committed meanwhile is missed. No httpd dependency; safe between threads. */
+#ifndef BANK_TOKEN_FEED_H
+#define BANK_TOKEN_FEED_H
+
+#include <apr_pools.h>
+#include <apr_tables.h>
+#include <apr_time.h>
+#include "bank_db.h"
+#include "bank_token_cache.h"
+
+typedef struct bank_token_feed_s bank_token_feed_t;
+
+/* The feed of one database for cache, current for interval after each read. The cache is
+ * distrusted until the first read (which only learns where the feed stands). NULL and *err
+ * on failure (no mutex or pool). */
+bank_token_feed_t *bank_token_feed_create(apr_pool_t *p, bank_token_cache_t *cache,
+                                          apr_time_t interval, const char **err);
+
+/* 1 if the feed's last read started at most interval before now and succeeded. */
+int bank_token_feed_current(bank_token_feed_t *f, apr_time_t now);
+
+/* Reads the feed on db (a connection to the feed's database), unless another thread read it
+ * since now - interval; now is when the caller decided to read. BANK_DB_OK, or the failure
+ * (the cache then distrusted and the failure logged, once until a read succeeds). */
+bank_db_rc bank_token_feed_read(bank_token_feed_t *f, bank_db_t *db, apr_time_t now);
+
+/* A read's outcome, as bank_token_feed_read applies it (exposed for tests): the ids revoked
+ * since the position before (more than BANK_TOKEN_FEED_MAX, or "0": every token) and the
+ * position now, the read started at started. */
+void bank_token_feed_apply(bank_token_feed_t *f, const apr_array_header_t *ids,
+                           const char *position, apr_time_t started);
+/* A failed read: the cache distrusted until bank_token_feed_apply. 1 if the feed was
+ * current or trusted until then (the first failure of a run, to be logged). */
+int bank_token_feed_failed(bank_token_feed_t *f);
+
+/* Where the feed stands (NULL before its first read), copied into p. */
+const char *bank_token_feed_position(bank_token_feed_t *f, apr_pool_t *p);
+
+#endif

@@ -1,0 +1,124 @@
+/* The token revocation feed (bank_token_feed.h). The position is kept in a pool of its own,
+ * replaced on each read, so a long-running process holds one position's bytes. */
+#include <string.h>
+#include <apr_atomic.h>
+#include <apr_strings.h>
+#include <apr_thread_mutex.h>
+#include "bank_limits.h"
+#include "bank_log.h"
+#include "bank_store.h"
+#include "bank_token_feed.h"
+
+struct bank_token_feed_s {
+    apr_thread_mutex_t *lock; /* one read at a time; guards position and failing */
+    bank_token_cache_t *cache;
+    apr_pool_t *parent, *pool; /* pool: the position's */
+    const char *position;
+    apr_time_t interval;
+    volatile apr_uint64_t read_at; /* when the last good read started; 0: none since a failure */
+    int failing;
+};
+
+bank_token_feed_t *bank_token_feed_create(apr_pool_t *p, bank_token_cache_t *cache,
+                                          apr_time_t interval, const char **err)
+{
+    bank_token_feed_t *f = apr_pcalloc(p, sizeof(*f));
+
+    if (apr_thread_mutex_create(&f->lock, APR_THREAD_MUTEX_DEFAULT, p) != APR_SUCCESS ||
+        apr_pool_create(&f->pool, p) != APR_SUCCESS) {
+        *err = "no mutex or pool";
+        return NULL;
+    }
+    f->parent = p;
+    f->cache = cache;
+    f->interval = interval;
+    bank_token_cache_distrust(cache);
+    return f;
+}
+
+int bank_token_feed_current(bank_token_feed_t *f, apr_time_t now)
+{
+    apr_time_t at = (apr_time_t)apr_atomic_read64(&f->read_at);
+
+    return at > 0 && now - at <= f->interval && !bank_token_cache_distrusted(f->cache);
+}
+
+void bank_token_feed_apply(bank_token_feed_t *f, const apr_array_header_t *ids,
+                           const char *position, apr_time_t started)
+{
+    apr_pool_t *pool;
+    int i, all = ids->nelts > BANK_TOKEN_FEED_MAX;
+
+    for (i = 0; !all && i < ids->nelts; i++) {
+        all = strcmp(APR_ARRAY_IDX(ids, i, const char *), "0") == 0;
+    }
+    if (all) {
+        bank_token_cache_distrust(f->cache);
+    } else {
+        for (i = 0; i < ids->nelts; i++) {
+            bank_token_cache_invalidate(f->cache, APR_ARRAY_IDX(ids, i, const char *));
+        }
+    }
+    if (apr_pool_create(&pool, f->parent) == APR_SUCCESS) {
+        f->position = apr_pstrdup(pool, position);
+        apr_pool_destroy(f->pool);
+        f->pool = pool;
+        f->failing = 0;
+        bank_token_cache_trust(f->cache);
+        apr_atomic_set64(&f->read_at, (apr_uint64_t)started);
+    } else {
+        bank_token_feed_failed(f);
+    }
+}
+
+int bank_token_feed_failed(bank_token_feed_t *f)
+{
+    int first = !f->failing;
+
+    apr_atomic_set64(&f->read_at, 0);
+    bank_token_cache_distrust(f->cache);
+    f->failing = 1;
+    return first;
+}
+
+bank_db_rc bank_token_feed_read(bank_token_feed_t *f, bank_db_t *db, apr_time_t now)
+{
+    apr_array_header_t *ids = NULL;
+    const char *next = NULL;
+    apr_time_t started;
+    bank_db_rc rc = BANK_DB_OK;
+
+    apr_thread_mutex_lock(f->lock);
+    if (!bank_token_feed_current(f, now)) {
+        started = apr_time_now();
+        rc = bank_store_token_revocations(db, f->position, &ids, &next);
+        if (rc == BANK_DB_OK) {
+            int was_failing = f->failing;
+            bank_token_feed_apply(f, ids, next, started);
+            if (was_failing && !f->failing) {
+                bank_log(
+                    bank_db_where(db), BANK_LOG_MARK, BANK_LOG_NOTICE,
+                    BANKLOGNO(2102) "token revocation feed read again: the token cache answers "
+                                    "again");
+            }
+        } else if (bank_token_feed_failed(f)) {
+            bank_log(
+                bank_db_where(db), BANK_LOG_MARK, BANK_LOG_WARNING,
+                BANKLOGNO(2101) "token revocation feed unreadable, every token is read from the "
+                                "database until it is read again: %s",
+                bank_db_error_line(bank_db_pool(db), bank_db_error(db)));
+        }
+    }
+    apr_thread_mutex_unlock(f->lock);
+    return rc;
+}
+
+const char *bank_token_feed_position(bank_token_feed_t *f, apr_pool_t *p)
+{
+    const char *pos;
+
+    apr_thread_mutex_lock(f->lock);
+    pos = f->position ? apr_pstrdup(p, f->position) : NULL;
+    apr_thread_mutex_unlock(f->lock);
+    return pos;
+}

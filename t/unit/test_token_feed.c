@@ -1,0 +1,269 @@
+/* The token revocation feed (bank_token_feed.c): the cache distrusted until the first read,
+ * revocations applied one by one or all at once, the position kept from read to read, the
+ * interval, a failed read distrusting the cache (logged once) until a read succeeds; and
+ * against a real database (SQLite, and PostgreSQL with BANK_TEST_PG_PARAMS): deletions and
+ * changes by another connection heard of, a recorded use not, and on PostgreSQL a revocation
+ * committed after a later one still heard of, and a killed connection never trusted. */
+#include "unit.h"
+
+#include <apr_strings.h>
+#include "bank_limits.h"
+#include "bank_token_cache.h"
+#include "bank_token_feed.h"
+#include "db_fixture.h"
+
+static const int scope = 1;
+
+static bank_token_row_t row_of(void)
+{
+    bank_token_row_t r = {"cust", "hash", "[\"*\"]", NULL, NULL};
+    return r;
+}
+
+static int has(bank_token_cache_t *c, apr_pool_t *p, const char *id)
+{
+    bank_token_row_t got;
+    return bank_token_cache_get(c, p, &scope, id, apr_time_from_sec(60), &got);
+}
+
+static void put(bank_token_cache_t *c, const char *id)
+{
+    bank_token_row_t row = row_of();
+    bank_token_cache_put(c, &scope, id, &row, apr_time_now(), bank_token_cache_epoch(c));
+}
+
+static apr_array_header_t *ids_of(apr_pool_t *p, int n, const char *const *ids)
+{
+    apr_array_header_t *a = apr_array_make(p, n, sizeof(const char *));
+    int i;
+
+    for (i = 0; i < n; i++) {
+        APR_ARRAY_PUSH(a, const char *) = ids[i];
+    }
+    return a;
+}
+
+static void test_apply(apr_pool_t *p)
+{
+    const char *err = NULL;
+    bank_token_cache_t *c = bank_token_cache_create(p, 5000, apr_time_from_sec(60), &err);
+    bank_token_feed_t *f = c ? bank_token_feed_create(p, c, apr_time_from_msec(200), &err) : NULL;
+    static const char *const one[] = {"t1"}, *const all[] = {"t9", "0"};
+    apr_array_header_t *many = apr_array_make(p, 0, sizeof(const char *));
+    apr_time_t now = apr_time_now();
+    int i;
+
+    CHECK(f != NULL);
+    if (!f) {
+        return;
+    }
+    /* before the first read: nothing trusted, nothing kept */
+    CHECK(bank_token_cache_distrusted(c));
+    CHECK(!bank_token_feed_current(f, now));
+    CHECK(bank_token_feed_position(f, p) == NULL);
+    put(c, "t1");
+    CHECK(!has(c, p, "t1"));
+
+    /* the first read only learns where the feed stands */
+    bank_token_feed_apply(f, ids_of(p, 0, NULL), "5", now);
+    CHECK(!bank_token_cache_distrusted(c));
+    CHECK(bank_token_feed_current(f, now));
+    CHECK(bank_token_feed_current(f, now + apr_time_from_msec(200)));
+    CHECK(!bank_token_feed_current(f, now + apr_time_from_msec(201)));
+    CHECK_STR(bank_token_feed_position(f, p), "5");
+
+    /* one revoked: dropped, the other kept */
+    put(c, "t1");
+    put(c, "t2");
+    CHECK(has(c, p, "t1") && has(c, p, "t2"));
+    bank_token_feed_apply(f, ids_of(p, 1, one), "6", now);
+    CHECK(!has(c, p, "t1"));
+    CHECK(has(c, p, "t2"));
+    CHECK_STR(bank_token_feed_position(f, p), "6");
+
+    /* "0" (a TRUNCATE): every token dropped */
+    put(c, "t1");
+    bank_token_feed_apply(f, ids_of(p, 2, all), "7", now);
+    CHECK(!has(c, p, "t1") && !has(c, p, "t2"));
+    CHECK(!bank_token_cache_distrusted(c));
+
+    /* more than BANK_TOKEN_FEED_MAX: every token dropped, none looked at one by one */
+    put(c, "t2");
+    put(c, "kept-if-one-by-one");
+    for (i = 0; i <= BANK_TOKEN_FEED_MAX; i++) {
+        APR_ARRAY_PUSH(many, const char *) = apr_itoa(p, 100000 + i);
+    }
+    bank_token_feed_apply(f, many, "9000", now);
+    CHECK(!has(c, p, "t2") && !has(c, p, "kept-if-one-by-one"));
+    CHECK(bank_token_cache_count(c) == 0);
+    CHECK(bank_token_feed_current(f, now));
+
+    /* a failed read: distrusted (reported as the first failure once), not current, the
+     * position kept for the next read */
+    put(c, "t2");
+    CHECK(bank_token_feed_failed(f) == 1);
+    CHECK(bank_token_feed_failed(f) == 0);
+    CHECK(bank_token_cache_distrusted(c));
+    CHECK(!bank_token_feed_current(f, now));
+    CHECK(!has(c, p, "t2"));
+    put(c, "t2");
+    CHECK(bank_token_cache_count(c) == 0);
+    CHECK_STR(bank_token_feed_position(f, p), "9000");
+    /* a good read again: trusted */
+    bank_token_feed_apply(f, ids_of(p, 0, NULL), "9001", now);
+    CHECK(!bank_token_cache_distrusted(c));
+    put(c, "t2");
+    CHECK(has(c, p, "t2"));
+}
+
+/* A second connection to the fixture's database: another application. */
+static bank_db_t *other(apr_pool_t *p)
+{
+    const char *err = NULL;
+    bank_db_t *db = bank_db_open(p, fixture_driver, fixture_params, &err);
+
+    if (db && (err = bank_db_prepare_all(db)) != NULL) {
+        db = NULL;
+    }
+    CHECK(db != NULL);
+    if (!db) {
+        fprintf(stderr, "other connection: %s\n", err ? err : "?");
+    }
+    return db;
+}
+
+static const char *new_token(bank_db_t *db, const char *customer, const char *hash)
+{
+    apr_pool_t *p = bank_db_pool(db);
+    const char *id = NULL, *now = bank_time_iso(p, apr_time_now());
+
+    CHECK(bank_store_token_insert(db, customer, hash, "[\"*\"]", now, NULL, &id) == BANK_DB_OK);
+    return id ? id : "0";
+}
+
+static void test_with_db(bank_db_t *db)
+{
+    apr_pool_t *p = bank_db_pool(db);
+    const char *err = NULL, *a, *b, *x, *y, *sql, *pos;
+    bank_token_cache_t *c = bank_token_cache_create(p, 100, apr_time_from_sec(60), &err);
+    bank_token_feed_t *f = c ? bank_token_feed_create(p, c, apr_time_from_msec(200), &err) : NULL;
+    bank_db_t *app = other(p);
+    bank_customer_t cust;
+    apr_time_t later = apr_time_from_sec(1);
+    int count = 0, pg = bank_db_is_pgsql(db);
+
+    CHECK(f != NULL);
+    if (!f || !app) {
+        return;
+    }
+    fixture_customer(db, "Ada", "Obi", NULL, &cust);
+    a = new_token(db, cust.id, apr_pstrcat(p, "feed-a-", cust.id, (char *)NULL));
+    b = new_token(db, cust.id, apr_pstrcat(p, "feed-b-", cust.id, (char *)NULL));
+
+    /* the first read: a position, nothing to drop; twice within the interval reads once */
+    CHECK(bank_token_feed_read(f, db, apr_time_now()) == BANK_DB_OK);
+    pos = bank_token_feed_position(f, p);
+    CHECK(pos != NULL);
+    CHECK(!bank_token_cache_distrusted(c));
+    put(c, a);
+    put(c, b);
+
+    /* a recorded use changes nothing that verifies the token: no revocation */
+    CHECK(bank_store_token_touch(app, a, bank_time_iso(p, apr_time_now())) == BANK_DB_OK);
+    CHECK(bank_token_feed_read(f, db, apr_time_now() + later) == BANK_DB_OK);
+    CHECK(has(c, p, a) && has(c, p, b));
+
+    /* deleted by another connection (sign-out, bankctl): dropped at the next read */
+    CHECK(bank_store_token_delete(app, a, &count) == BANK_DB_OK && count == 1);
+    CHECK(has(c, p, a));
+    CHECK(bank_token_feed_read(f, db, apr_time_now() + 2 * later) == BANK_DB_OK);
+    CHECK(!has(c, p, a));
+    CHECK(has(c, p, b));
+
+    /* its hash changed by plain SQL: dropped */
+    sql = apr_psprintf(p, "UPDATE auth_access_tokens SET hash = hash || 'x' WHERE id = %s", b);
+    CHECK(bank_db_query(app, sql) == 0);
+    CHECK(bank_token_feed_read(f, db, apr_time_now() + 3 * later) == BANK_DB_OK);
+    CHECK(!has(c, p, b));
+
+    if (pg) {
+        /* a revocation that commits after a later one is still heard of */
+        bank_db_t *slow = other(p);
+        x = new_token(db, cust.id, apr_pstrcat(p, "feed-x-", cust.id, (char *)NULL));
+        y = new_token(db, cust.id, apr_pstrcat(p, "feed-y-", cust.id, (char *)NULL));
+        put(c, x);
+        put(c, y);
+        if (slow) {
+            CHECK(bank_db_begin(slow) == BANK_DB_OK);
+            CHECK(bank_store_token_delete(slow, x, &count) == BANK_DB_OK && count == 1);
+            CHECK(bank_store_token_delete(app, y, &count) == BANK_DB_OK && count == 1);
+            CHECK(bank_token_feed_read(f, db, apr_time_now() + 4 * later) == BANK_DB_OK);
+            CHECK(!has(c, p, y));
+            CHECK(has(c, p, x)); /* not committed yet: still valid */
+            CHECK(bank_db_end(slow, 1) == BANK_DB_OK);
+            CHECK(bank_token_feed_read(f, db, apr_time_now() + 5 * later) == BANK_DB_OK);
+            CHECK(!has(c, p, x));
+        }
+
+        /* the reading connection killed, then a revocation: never answered from the cache
+         * (the read fails and distrusts it, or recovers and drops the token) */
+        {
+            const char *pid = NULL, *dead;
+            bank_db_rc rc;
+            x = new_token(db, cust.id, apr_pstrcat(p, "feed-k-", cust.id, (char *)NULL));
+            CHECK(bank_token_feed_read(f, db, apr_time_now() + 6 * later) == BANK_DB_OK);
+            put(c, x);
+            CHECK(has(c, p, x));
+            CHECK(bank_db_query_value(db, "SELECT pg_backend_pid()", &pid) == 0 && pid);
+            dead = apr_pstrcat(p, "SELECT pg_terminate_backend(", pid ? pid : "0", ")", NULL);
+            CHECK(bank_db_query(app, dead) == 0);
+            CHECK(bank_store_token_delete(app, x, &count) == BANK_DB_OK && count == 1);
+            rc = bank_token_feed_read(f, db, apr_time_now() + 7 * later);
+            CHECK(!has(c, p, x));
+            CHECK(rc == BANK_DB_OK ? !bank_token_cache_distrusted(c)
+                                   : bank_token_cache_distrusted(c) &&
+                                         strstr(unit_log_text, "BANK2101") != NULL);
+        }
+    }
+    (void)y;
+}
+
+/* A read that fails (no feed table: a database not migrated): distrusted, logged once; the
+ * feed read again once the table is back. */
+static void test_failure(apr_pool_t *p)
+{
+    bank_db_t *db = fixture_sqlite(p);
+    const char *err = NULL;
+    bank_token_cache_t *c = bank_token_cache_create(p, 100, apr_time_from_sec(60), &err);
+    bank_token_feed_t *f = c ? bank_token_feed_create(p, c, apr_time_from_msec(200), &err) : NULL;
+    const char *first;
+
+    CHECK(db && f);
+    if (!db || !f) {
+        return;
+    }
+    CHECK(bank_token_feed_read(f, db, apr_time_now()) == BANK_DB_OK);
+    put(c, "t1");
+    CHECK(has(c, p, "t1"));
+    CHECK(bank_db_query(db, "ALTER TABLE auth_token_revocations RENAME TO moved") == 0);
+    CHECK(bank_token_feed_read(f, db, apr_time_now() + apr_time_from_sec(1)) != BANK_DB_OK);
+    CHECK(bank_token_cache_distrusted(c));
+    CHECK(!has(c, p, "t1"));
+    first = strstr(unit_log_text, "BANK2101");
+    CHECK(first != NULL);
+    CHECK(bank_token_feed_read(f, db, apr_time_now() + apr_time_from_sec(2)) != BANK_DB_OK);
+    CHECK(first && strstr(first + 1, "BANK2101") == NULL); /* once per run of failures */
+    CHECK(bank_db_query(db, "ALTER TABLE moved RENAME TO auth_token_revocations") == 0);
+    /* on a new connection (SQLite keeps the statements of the old one expired) */
+    db = other(p);
+    CHECK(db && bank_token_feed_read(f, db, apr_time_now() + apr_time_from_sec(3)) == BANK_DB_OK);
+    CHECK(!bank_token_cache_distrusted(c));
+    CHECK(strstr(unit_log_text, "BANK2102") != NULL);
+}
+
+static void run_tests(apr_pool_t *p)
+{
+    test_apply(p);
+    fixture_each(p, test_with_db);
+    test_failure(p);
+}
