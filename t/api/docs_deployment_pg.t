@@ -64,6 +64,12 @@ spew("$etc/pgpass", ($pgpass // '') =~ s/:5432:/:$pgport:/r . "\n");
 system('chown', 'www-data:www-data', "$etc/pgpass");
 chmod 0600, "$etc/pgpass";
 
+# --- the identity keys the configuration includes, made as docs/operations.md says ---------------
+my $keys = doc_block('docs/operations.md', 'operations-identity-keys') =~ s{/etc/mod_bank}{$etc}gr;
+spew("$dir/keys.sh", "set -e\n$keys");
+$out = `sh $dir/keys.sh 2>&1`;
+is($?, 0, 'the identity keys made as docs/operations.md says') or diag($out);
+
 # --- section 1: roles, database, migration with verify-full ---------------------------------------
 my $psql = "runuser -u postgres -- $bindir/psql -h $dir/pg -p $pgport -v ON_ERROR_STOP=1";
 my $steps = substitute(doc_block('docs/deployment.md', 'deployment-pg-roles'), 'section 1',
@@ -125,7 +131,8 @@ my $h = Bank::Docs::Httpd->new(args => ['-f', "$dir/httpd.conf"], port => $port,
 $h->check_syntax('TLS PostgreSQL');
 $h->start('TLS PostgreSQL (httpd started with HOME=/root)') or BAIL_OUT('does not serve');
 local $ENV{BANK_CTL} = "PGPASSWORD='change-me-owner' BANK_SQL_DIR=$work/sql $work/bin/bankctl "
-  . "--db 'postgresql://bank_owner\@localhost:$pgport/bank?sslmode=verify-full&sslrootcert=$etc/db-ca.pem'";
+  . "--db 'postgresql://bank_owner\@localhost:$pgport/bank?sslmode=verify-full&sslrootcert=$etc/db-ca.pem' "
+  . "--keys '$etc/identity-keys.conf'";
 exercise($h->base, 'TLS PostgreSQL', client_key => $client_key, webhook_secret => $secret,
     hmac_key => 'partner-hmac-key-2026', hmac_header => $sig_header);
 sleep 1;
