@@ -8,6 +8,7 @@ use warnings FATAL => 'all';
 use Apache::Test qw(-withtestmore);
 use Time::HiRes qw(time sleep);
 use Bank::Test;
+use Bank::SignIn qw(hash_majority);
 
 my $KEY = 'Bearer test-client-key-1';
 
@@ -82,33 +83,16 @@ $bcrypt =~ s/^user://;
 $bcrypt =~ s/\s+\z//;
 like($bcrypt, qr/^\$2y\$12\$/, 'a bcrypt hash of cost 12');
 
-# Rows of one hash, more than all the others: the most common hash in any sample. Returns
-# their e-mail prefix.
-sub majority {
-    my ($hash) = @_;
-    my $n    = db_value('SELECT count(*) FROM customers') + 40;
-    my $u    = unique();
-    my @rows = map {
-        "('" . uuid4() . "', 'imported$u.$_\@example.com', '$hash', 'Imp', 'Orted',"
-          . " '+2348012345678', '2026-01-01T00:00:00.000Z', '2026-01-01T00:00:00.000Z')"
-    } 1 .. $n;
-    while (my @chunk = splice @rows, 0, 200) {
-        db_exec('INSERT INTO customers (id, email, password, first_name, last_name, phone,'
-              . ' created_at, updated_at) VALUES ' . join(',', @chunk));
-    }
-    return "imported$u";
-}
-
 my $N = 8;
 # AdonisJS's scrypt default (t/unit/test_password.c's fixture, of "password")
 my $scrypt = '$scrypt$n=16384,r=8,p=1$YhdCGu1G+vTC6F9oJZ16lg$IDWTbizFCq5n9YvPiy3YTPdUD12Nf1Iit8aQeGyWZdA9k9L8rKk9Ii5jQxSkV0MJyxr3/nzOHh+VTht0KFxiBA';
-my $mostly = majority($scrypt);
+my $mostly = hash_majority($scrypt);
 sleep 1.2;
 unknown_times(3);    # each process samples the hashes again (not measured)
 my ($cb, $mb) = cost($N, sub { unknown_times(1) });
 db_exec("DELETE FROM customers WHERE email LIKE '$mostly.%'");
 
-$mostly = majority($bcrypt);
+$mostly = hash_majority($bcrypt);
 my $mark = error_log_mark();
 sleep 1.2;
 unknown_times(3);

@@ -9,7 +9,7 @@ use POSIX qw(strftime);
 use Apache::Test qw(-withtestmore);
 use Bank::Test;
 
-our @EXPORT = qw(sign_in_req sign_in is_429 attempts_row iso_ago hold_then_commit
+our @EXPORT = qw(hash_majority sign_in_req sign_in is_429 attempts_row iso_ago hold_then_commit
   sign_in_outcomes $CLIENT_KEY);
 
 our $CLIENT_KEY = 'test-client-key-1';
@@ -118,6 +118,23 @@ sub is_429 {
     is($res->header('X-RateLimit-Limit'), 5, "$name: X-RateLimit-Limit") if $max_wait == 60;
     is($res->header('X-RateLimit-Remaining'), 0, "$name: X-RateLimit-Remaining 0");
     return $ra;
+}
+
+# Rows of one password hash, more than all the others, so that the hash an unknown e-mail is
+# verified against (BankPasswordDummyRefresh) is that one. Returns their e-mail prefix.
+sub hash_majority {
+    my ($hash) = @_;
+    my $n    = db_value('SELECT count(*) FROM customers') + 40;
+    my $u    = Bank::Test::unique();
+    my @rows = map {
+        "('" . Bank::Test::uuid4() . "', 'imported$u.$_\@example.com', '$hash', 'Imp', 'Orted',"
+          . " '+2348012345678', '2026-01-01T00:00:00.000Z', '2026-01-01T00:00:00.000Z')"
+    } 1 .. $n;
+    while (my @chunk = splice @rows, 0, 200) {
+        db_exec('INSERT INTO customers (id, email, password, first_name, last_name, phone,'
+              . ' created_at, updated_at) VALUES ' . join(',', @chunk));
+    }
+    return "imported$u";
 }
 
 1;
