@@ -538,59 +538,36 @@ static const char *set_verify_concurrency(cmd_parms *cmd, void *cfg, const char 
     return NULL;
 }
 
-static const char *set_verify_server(cmd_parms *cmd, void *cfg, const char *arg)
-{
-    const char *err = ap_check_cmd_context(cmd, GLOBAL_ONLY);
-    apr_int64_t v = 0;
+/* The server-wide whole-number directives (main server only): a range, "off" where it is
+ * allowed (0), and the setter of the module part that keeps the value. */
+typedef struct {
+    apr_int64_t min, max;
+    int off; /* "off" accepted, as 0 */
+    void (*set)(apr_pool_t *pconf, int v);
+} server_int_t;
 
-    (void)cfg;
-    if (!err && strcasecmp(arg, "off") != 0) {
-        err = parse_int(cmd, arg, 1, BANK_VERIFY_SLOTS_MAX, &v);
-    }
-    if (!err) {
-        bank_verify_set_server_slots(cmd->pool, (int)v);
-    }
-    return err;
+static void set_db_timeout_seconds(apr_pool_t *pconf, int seconds)
+{
+    bank_db_set_timeout(pconf, apr_time_from_sec(seconds));
 }
 
-static const char *set_dummy_refresh(cmd_parms *cmd, void *cfg, const char *arg)
+static server_int_t verify_server = {1, BANK_VERIFY_SLOTS_MAX, 1, bank_verify_set_server_slots};
+static server_int_t db_timeout = {1, 3600, 1, set_db_timeout_seconds};
+static server_int_t verify_max_wait = {1, BANK_VERIFY_MAX_WAIT_MAX, 0, bank_verify_set_max_wait};
+static server_int_t dummy_refresh = {1, 86400, 0, bank_sign_in_set_dummy_refresh};
+
+static const char *set_server_int(cmd_parms *cmd, void *cfg, const char *arg)
 {
+    const server_int_t *n = cmd->info;
     const char *err = ap_check_cmd_context(cmd, GLOBAL_ONLY);
     apr_int64_t v = 0;
 
     (void)cfg;
-    if (!err && (err = parse_int(cmd, arg, 1, 86400, &v)) == NULL) {
-        bank_sign_in_set_dummy_refresh(cmd->pool, (int)v);
-    }
-    return err;
-}
-
-static const char *set_db_timeout(cmd_parms *cmd, void *cfg, const char *arg)
-{
-    const char *err = ap_check_cmd_context(cmd, GLOBAL_ONLY);
-    apr_int64_t v = 0;
-
-    (void)cfg;
-    if (!err && strcasecmp(arg, "off") != 0) {
-        err = parse_int(cmd, arg, 1, 3600, &v);
+    if (!err && !(n->off && strcasecmp(arg, "off") == 0)) {
+        err = parse_int(cmd, arg, n->min, n->max, &v);
     }
     if (!err) {
-        bank_db_set_timeout(cmd->pool, apr_time_from_sec(v));
-    }
-    return err;
-}
-
-static const char *set_verify_max_wait(cmd_parms *cmd, void *cfg, const char *arg)
-{
-    const char *err = ap_check_cmd_context(cmd, GLOBAL_ONLY);
-    apr_int64_t v = 0;
-
-    (void)cfg;
-    if (!err) {
-        err = parse_int(cmd, arg, 1, BANK_VERIFY_MAX_WAIT_MAX, &v);
-    }
-    if (!err) {
-        bank_verify_set_max_wait(cmd->pool, (int)v);
+        n->set(cmd->pool, (int)v);
     }
     return err;
 }
@@ -689,19 +666,19 @@ const command_rec bank_cmds[] = {
                    "Password verifications at once per process (default: the CPU count), and "
                    "how many more may wait (default: 16 per verification, within half of "
                    "ThreadsPerChild)"),
-    AP_INIT_TAKE1("BankPasswordVerifyServerConcurrency", set_verify_server, NULL, RSRC_CONF,
+    AP_INIT_TAKE1("BankPasswordVerifyServerConcurrency", set_server_int, &verify_server, RSRC_CONF,
                   "Password verifications at once in all processes together "
                   "(default: the CPU count; off: no such bound)"),
-    AP_INIT_TAKE1("BankDatabaseTimeout", set_db_timeout, NULL, RSRC_CONF,
+    AP_INIT_TAKE1("BankDatabaseTimeout", set_server_int, &db_timeout, RSRC_CONF,
                   "Seconds one statement may wait for PostgreSQL before the request answers 503 "
                   "(default 5, off: no bound)"),
     AP_INIT_TAKE1("BankBvnProviderProxy", set_idp_proxy, NULL, BANK_CTX,
                   "URL of the proxy identity provider calls go through, or none (the default: "
                   "http_proxy and the like in the environment are ignored)"),
-    AP_INIT_TAKE1("BankPasswordVerifyMaxWait", set_verify_max_wait, NULL, RSRC_CONF,
+    AP_INIT_TAKE1("BankPasswordVerifyMaxWait", set_server_int, &verify_max_wait, RSRC_CONF,
                   "Milliseconds a sign-in may wait for its password verification to start "
                   "before it is refused with 503 (default 1000)"),
-    AP_INIT_TAKE1("BankPasswordDummyRefresh", set_dummy_refresh, NULL, RSRC_CONF,
+    AP_INIT_TAKE1("BankPasswordDummyRefresh", set_server_int, &dummy_refresh, RSRC_CONF,
                   "Seconds between two samples of the stored password hashes, which the hash "
                   "an unknown e-mail is verified against follows (default 300)"),
     AP_INIT_TAKE23("BankPush", set_push, NULL, RSRC_CONF,
