@@ -209,7 +209,7 @@ static int store(request_rec *r, const bank_notice_t *n, const char *partner, co
     bank_group_t *g = group_of(r);
 
     q->put.n = n;
-    q->put.id = bank_uuid4(r->pool);
+    q->put.id = bank_uuid7(r->pool);
     q->put.partner = partner;
     q->put.raw = raw;
     q->put.now = bank_time_iso(r->pool, apr_time_now());

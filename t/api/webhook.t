@@ -7,6 +7,7 @@ use Apache::Test qw(-withtestmore);
 use Apache::TestRequest ();
 use JSON::PP ();
 use POSIX qw(strftime);
+use Time::Local ();
 use Bank::Test;
 use Bank::Webhook;
 
@@ -77,8 +78,14 @@ for my $col (sort keys %want) {
 my $received = received_at($ref);
 like($received, qr/^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z$/, 'valid: received_at, UTC ms');
 cmp_ok($received, 'ge', $before, 'valid: received_at is now');
-like(stored($ref, 'id'), qr/^[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$/,
-    'valid: id is a UUID v4');
+my $id = stored($ref, 'id');
+like($id, qr/^[0-9a-f]{8}-[0-9a-f]{4}-7[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$/,
+    'valid: id is a lower-case UUID v7 (time-ordered)');
+# its first 48 bits: the Unix time in milliseconds when it was stored
+my @t = $received =~ /^(\d+)-(\d+)-(\d+)T(\d+):(\d+):(\d+)\.(\d+)Z$/;
+my $received_ms = Time::Local::timegm($t[5], $t[4], $t[3], $t[2], $t[1] - 1, $t[0]) * 1000 + $t[6];
+my $id_ms = hex(substr($id, 0, 8)) * 65536 + hex(substr($id, 9, 4));
+cmp_ok(abs($id_ms - $received_ms), '<', 1000, 'valid: the id starts with the time it was stored');
 
 # --- idempotency on (partner, transactionReference, statusCode) -------------------------
 answer_is(deliver($text), $ref, 1, 'repeat');
@@ -99,6 +106,8 @@ my $n_old = notice();
 answer_is(deliver($n_old, secret => $SECRET_OLD), $n_old->{data}{transactionReference}, 0,
     'old secret (rotation)');
 push @distinct, [$n_old->{data}{transactionReference}, 'T100', 'partner'];
+cmp_ok(stored($n_old->{data}{transactionReference}, 'id'), 'gt', $id,
+    'a later notice\'s id sorts after an earlier one\'s');
 my $n_new = notice();
 answer_is(deliver($n_new, secret => $SECRET_NEW), $n_new->{data}{transactionReference}, 0,
     'new secret (rotation)');
