@@ -72,7 +72,6 @@ typedef struct {
     int opening;                /* the BVN was free: an opening was tried */
     int opened;                 /* DONE: this call opened the account */
     int retries;                /* attempts that failed before the one that settled it */
-    const char *failed_at;      /* on a failure: what was being done, for the log */
     bank_bvn_record_t kept;     /* a provider's match, written with the account */
     /* read with the state, in its statement: the customer's counter row and the BVN's
      * record (bvn NULL: none) */
@@ -90,8 +89,8 @@ bank_db_rc bank_onboard_state(bank_db_t *db, bank_onboard_t *st);
  * YYYY-MM-DD; a mismatch is counted); a match clears the counter (a taken BVN leaves it),
  * throttled if the limit was reached meanwhile; then, for a BVN that is free, the account
  * opened in one transaction, retried when a referral code was taken, and the state read
- * again (another request may have won). BANK_DB_OK with the settled verdict; on a failure,
- * what failed and st->failed_at. */
+ * again (another request may have won). BANK_DB_OK with the settled verdict; a failure is
+ * logged here with its step (bank_log.h), and its code returned. */
 bank_db_rc bank_onboard(bank_db_t *db, bank_onboard_t *st, const char *dob,
                         const bank_onboard_bank_t *bank);
 

@@ -57,7 +57,8 @@ const char *bank_push_token_answer(apr_pool_t *p, long status, const char *body,
 typedef struct {
     apr_int64_t id; /* the outbox row */
     const char *device_token;
-    apr_int64_t attempts; /* including the one now claimed */
+    apr_int64_t attempts; /* made before this one (counted when an outcome is written, so a
+                           * sender killed mid-call costs the row none) */
     const char *amount;
     const char *currency;
     const char *receiver_name;

@@ -16,6 +16,8 @@
  *   {skip_locked} after a SELECT's LIMIT: FOR UPDATE SKIP LOCKED on PostgreSQL (rows
  *                another transaction holds are passed over), nothing on SQLite (one writer
  *                at a time)
+ *   {noindex:COLUMN} a column whose index must not drive the search (another term's, such
+ *                as the primary key's, should): +COLUMN on SQLite, the column on PostgreSQL
  *   {feed_position} {feed_since}  the token revocation feed's position and the rows after
  *                one (bank_store_auth.c; a seq on SQLite, a snapshot on PostgreSQL) */
 #ifndef BANK_SQL_H

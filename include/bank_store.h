@@ -242,7 +242,8 @@ bank_db_rc bank_store_push_settle(bank_db_t *db, apr_int64_t id, const char *lea
                                   const char *state, const char *next_at, const char *done_at,
                                   const char *why, int *settled);
 /* Marks every row the lease still holds sent (settle the others first); *count how many. */
-bank_db_rc bank_store_push_sent(bank_db_t *db, const char *lease, const char *done_at, int *count);
+bank_db_rc bank_store_push_sent(bank_db_t *db, const char *lease, const char *until,
+                                const char *done_at, int *count);
 /* Deletes every device row with this token. */
 bank_db_rc bank_store_push_device_drop(bank_db_t *db, const char *device_token);
 /* The rows still to send. */

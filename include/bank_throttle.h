@@ -30,7 +30,6 @@ typedef struct {
     apr_int64_t failures;    /* of the current window */
     int remaining;           /* failures still answered as such (fail) */
     apr_int64_t retry_after; /* over: seconds left of the window */
-    int prune_failed;        /* fail: the best-effort prune failed (bank_db_error says why) */
 } bank_count_t;
 
 /* The failures of the current window; over when they reach the limit. Counts nothing. */
@@ -45,7 +44,7 @@ bank_db_rc bank_counter_fail(bank_db_t *db, const bank_counter_t *c, bank_count_
 /* Inside the caller's transaction: deletes the counter and reads what it held; over when
  * the limit was reached (the caller then rolls back, so the count stays). */
 bank_db_rc bank_counter_take(bank_db_t *db, const bank_counter_t *c, bank_count_t *out);
-/* Best effort: drops the rows (of the scope) expired long ago. */
+/* Best effort: drops the rows (of the scope) expired long ago; a failure is logged here. */
 bank_db_rc bank_counter_prune(bank_db_t *db, const bank_counter_t *c);
 /* A success: deletes the counter and reads what it held, in a transaction of its own (call
  * it outside one); when the limit was reached meanwhile (failures at the same moment) the

@@ -63,20 +63,44 @@ static const char *prepare_statements(const bank_db_conn_t *conn, apr_pool_t *po
     return NULL;
 }
 
-/* Each connection's mark: SQLite opens a file that the process cannot write read-only,
- * without an error, and keeps it so. Kept with the connection, in its own pool. */
-#define BANK_SQLITE_RO_KEY "mod_bank:sqlite_ro"
+/* What each SQLite connection keeps of its own, in its own pool:
+ * - read_only: SQLite opens a file that the process cannot write read-only, without an
+ *   error, and keeps it so;
+ * - schema: the schema version its statements were prepared against. apr_dbd's sqlite3
+ *   driver prepares with sqlite3_prepare, whose statements fail for good once the schema
+ *   changes (a migration by bankctl or another application on the same file), even after
+ *   the change is undone; such a connection is replaced (sqlite_reopen). */
+#define BANK_SQLITE_MARKS_KEY "mod_bank:sqlite_marks"
 
-static int *ro_mark(const bank_db_conn_t *conn)
+typedef struct {
+    int read_only;
+    apr_int64_t schema; /* -1: not known */
+} sqlite_marks_t;
+
+static sqlite_marks_t *marks(const bank_db_conn_t *conn)
 {
-    int *mark = NULL;
+    sqlite_marks_t *m = NULL;
 
-    apr_pool_userdata_get((void **)&mark, BANK_SQLITE_RO_KEY, conn->pool);
-    if (!mark) {
-        mark = apr_pcalloc(conn->pool, sizeof(*mark));
-        apr_pool_userdata_setn(mark, BANK_SQLITE_RO_KEY, NULL, conn->pool);
+    apr_pool_userdata_get((void **)&m, BANK_SQLITE_MARKS_KEY, conn->pool);
+    if (!m) {
+        m = apr_pcalloc(conn->pool, sizeof(*m));
+        m->schema = -1;
+        apr_pool_userdata_setn(m, BANK_SQLITE_MARKS_KEY, NULL, conn->pool);
     }
-    return mark;
+    return m;
+}
+
+/* The schema version handle sees now, or -1. */
+static apr_int64_t sqlite_schema(const bank_db_conn_t *conn, apr_dbd_t *handle, apr_pool_t *pool)
+{
+    const char *v = NULL;
+
+    if (bank_db_query_value(bank_db_wrap(pool, conn->driver, handle, NULL), "PRAGMA schema_version",
+                            &v) != 0 ||
+        !v) {
+        return -1;
+    }
+    return apr_atoi64(v);
 }
 
 /* mod_bank's settings of a PostgreSQL session: BANK_PG_SESSION_SQL, and the bound on one
@@ -140,22 +164,26 @@ void bank_db_conn_setup(bank_db_conn_t *conn, apr_pool_t *ptemp, bank_log_where 
 
     /* A file the process cannot write now is opened read-only, for good. */
     if (!bank_db_conn_is_pgsql(conn) && access(conn->params, W_OK) != 0) {
-        *ro_mark(conn) = 1;
+        marks(conn)->read_only = 1;
     }
     session_setup(conn, conn->handle, ptemp, where);
-    if (reprepare && !bank_db_conn_is_pgsql(conn) &&
+    if (bank_db_conn_is_pgsql(conn)) {
+        return;
+    }
+    if (reprepare &&
         (label = prepare_statements(conn, conn->pool, conn->handle, &conn->prepared, NULL))) {
         bank_log(where, BANK_LOG_MARK, BANK_LOG_ERR,
                  BANKLOGNO(0814) "cannot prepare %s again on a new SQLite connection: %s", label,
                  last_error(ptemp, conn, conn->handle));
     }
+    marks(conn)->schema = sqlite_schema(conn, conn->handle, ptemp);
 }
 
 /* ---- a SQLite connection opened read-only ----
  * It stays read-only after the file is writable again and the pool's check cannot tell: so
  * it is replaced (same params, set-up SQL and statements) once a write succeeds on a new
  * one. 0 if replaced; -1 (the old one kept) if not. Never inside a transaction. */
-static int sqlite_reopen(bank_db_t *db)
+static int sqlite_reopen(bank_db_t *db, const char *why)
 {
     bank_db_conn_t *conn = db->conn;
     apr_dbd_t *handle = NULL, *old = conn->handle;
@@ -192,6 +220,7 @@ static int sqlite_reopen(bank_db_t *db)
         apr_dbd_close(conn->driver, handle);
         return -1;
     }
+    marks(conn)->schema = sqlite_schema(conn, handle, db->pool);
     conn->handle = handle;
     conn->prepared = prepared;
     if (db->src->ops->replaced) {
@@ -199,10 +228,9 @@ static int sqlite_reopen(bank_db_t *db)
     }
     bank_db_replace(db, handle, prepared);
     apr_dbd_close(conn->driver, old);
-    *ro_mark(conn) = 0;
+    marks(conn)->read_only = 0;
     bank_log(db->where, BANK_LOG_MARK, BANK_LOG_WARNING,
-             BANKLOGNO(0808) "SQLite connection opened while the database was read-only "
-                             "replaced by a new one that can write");
+             BANKLOGNO(0808) "SQLite connection %s replaced by a new one", why);
     return 0;
 }
 
@@ -267,8 +295,18 @@ bank_conn_state bank_db_conn_recover(bank_db_t *db)
         /* A refused write: a new connection if the database can be written now (FRESH, so
          * the statement, which wrote nothing, runs again), else DOWN. */
         if (bank_db_read_only(db)) {
-            *ro_mark(conn) = 1;
-            return sqlite_reopen(db) == 0 ? BANK_CONN_FRESH : BANK_CONN_DOWN;
+            marks(conn)->read_only = 1;
+            return sqlite_reopen(db, "opened while the database was read-only") == 0
+                       ? BANK_CONN_FRESH
+                       : BANK_CONN_DOWN;
+        }
+        /* The schema changed under its statements: a new connection prepares them again
+         * (FRESH: the statement failed without running). */
+        if (!bank_db_in_txn(db) && marks(conn)->schema >= 0 &&
+            sqlite_schema(conn, conn->handle, db->pool) != marks(conn)->schema) {
+            return sqlite_reopen(db, "prepared before the schema changed (a migration)") == 0
+                       ? BANK_CONN_FRESH
+                       : BANK_CONN_DOWN;
         }
         /* SQLite has no session to lose; a handle that fails the check is unusable. */
         return apr_dbd_check_conn(conn->driver, db->pool, conn->handle) == APR_SUCCESS
@@ -313,8 +351,8 @@ bank_db_t *bank_db_acquire(bank_db_source_t *src, apr_pool_t *p, bank_log_where 
     if (!bank_db_conn_is_pgsql(conn)) {
         db->writer_lock = src->writer_lock;
         /* marked read-only, and the file looks writable again: replace it before use */
-        if (*ro_mark(conn) && access(conn->params, W_OK) == 0) {
-            sqlite_reopen(db);
+        if (marks(conn)->read_only && access(conn->params, W_OK) == 0) {
+            sqlite_reopen(db, "opened while the database was read-only");
         }
     }
     return db;
@@ -420,6 +458,9 @@ const char *bank_db_prepare_all(bank_db_t *db)
         if (err) {
             return apr_psprintf(db->pool, "statement %s: %s", st->label, err);
         }
+    }
+    if (db->conn && !bank_db_is_pgsql(db)) {
+        marks(db->conn)->schema = sqlite_schema(db->conn, db->handle, db->pool);
     }
     return NULL;
 }

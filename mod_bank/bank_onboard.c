@@ -5,6 +5,7 @@
 #include <apr_strings.h>
 #include <apr_time.h>
 #include "bank_account.h"
+#include "bank_log.h"
 #include "bank_nuban.h"
 #include "bank_onboard.h"
 #include "bank_time.h"
@@ -164,6 +165,16 @@ static bank_db_rc attempt(bank_db_t *db, void *baton)
     return write_account(db, a);
 }
 
+/* A step that failed on the database, logged where it failed (the customer, never the BVN);
+ * its code returned. */
+static bank_db_rc failed(bank_db_t *db, const bank_onboard_t *st, bank_db_rc rc, const char *step)
+{
+    bank_log(bank_db_where(db), BANK_LOG_MARK, BANK_LOG_ERR,
+             BANKLOGNO(0608) "BVN onboarding of customer %s: %s failed: %s", st->customer_id, step,
+             bank_db_error(db) ? bank_db_error(db) : "no connection");
+    return rc;
+}
+
 /* Opens the account, or finds that another request did. */
 static bank_db_rc open_account(bank_db_t *db, bank_onboard_t *st, const bank_onboard_bank_t *bank,
                                const char *account_name)
@@ -192,17 +203,17 @@ static bank_db_rc open_account(bank_db_t *db, bank_onboard_t *st, const bank_onb
         }
         if (a.step != step_referral || st->retries + 1 == BANK_ONBOARD_ATTEMPTS) {
             bank_db_fail(db, err);
-            st->failed_at = apr_pstrcat(bank_db_pool(db), "opening the account of ",
-                                        st->customer_id, " (", a.step, ")", (char *)NULL);
-            return rc;
+            return failed(
+                db, st, rc,
+                apr_pstrcat(bank_db_pool(db), "opening the account (", a.step, ")", (char *)NULL));
         }
         st->retries++;
     }
     st->opened = 1;
     if ((rc = bank_onboard_state(db, st)) != BANK_DB_OK) {
-        st->failed_at = "reading the new account";
+        return failed(db, st, rc, "reading the new account");
     }
-    return rc;
+    return BANK_DB_OK;
 }
 
 /* The record matched: a success clears the customer's count, a taken BVN leaves it; either
@@ -212,7 +223,6 @@ static bank_db_rc settle_count(bank_db_t *db, bank_onboard_t *st, const bank_cou
 {
     bank_db_rc rc;
 
-    st->failed_at = "throttle clear";
     /* A verified customer sending their BVN again with no failure counted: nothing to clear,
      * and the read path stays a read (no write transaction, no commit to wait for). */
     if (st->verdict == BANK_ONBOARD_DONE && st->count.failures == 0) {
@@ -236,9 +246,8 @@ bank_db_rc bank_onboard(bank_db_t *db, bank_onboard_t *st, const char *dob,
     memset(&st->kept, 0, sizeof(st->kept));
     st->throttled = 0;
     st->opening = st->opened = st->retries = 0;
-    st->failed_at = "customer lookup";
     if ((rc = bank_onboard_state(db, st)) != BANK_DB_OK) {
-        return rc;
+        return failed(db, st, rc, "customer lookup");
     }
     /* A customer verified with another BVN is told so before the record is looked at: the
      * answer is about their own state, and tells nothing about the BVN they sent. */
@@ -252,23 +261,24 @@ bank_db_rc bank_onboard(bank_db_t *db, bank_onboard_t *st, const char *dob,
         st->throttled = 1;
         return BANK_DB_OK;
     }
-    st->failed_at = "BVN record lookup";
     if ((rc = check_record(db, st, dob, &account_name)) != BANK_DB_OK) {
-        return rc;
+        return failed(db, st, rc, "BVN record lookup");
     }
     if (st->record == BANK_RECORD_UNAVAILABLE) {
-        st->failed_at = NULL;
         return BANK_DB_OK; /* the provider could not say: nothing counted */
     }
     if (st->record != BANK_RECORD_OK) {
-        st->failed_at = "throttle count";
-        rc = bank_counter_fail(db, &counter, &st->count);
-        st->throttled = rc == BANK_DB_OK && st->count.over;
-        return rc;
+        if ((rc = bank_counter_fail(db, &counter, &st->count)) != BANK_DB_OK) {
+            return failed(db, st, rc, "throttle count");
+        }
+        st->throttled = st->count.over;
+        return BANK_DB_OK;
     }
-    if ((rc = settle_count(db, st, &counter)) != BANK_DB_OK || st->throttled) {
-        return rc;
+    if ((rc = settle_count(db, st, &counter)) != BANK_DB_OK) {
+        return failed(db, st, rc, "throttle clear");
     }
-    st->failed_at = NULL;
+    if (st->throttled) {
+        return BANK_DB_OK;
+    }
     return st->verdict == BANK_ONBOARD_OPEN ? open_account(db, st, bank, account_name) : BANK_DB_OK;
 }

@@ -30,14 +30,6 @@ static bank_db_rc failed(flow_t *f, bank_db_rc rc, const char *step)
     return rc;
 }
 
-/* The best-effort prune of expired throttle rows, when it failed: logged, nothing else. */
-static void prune_failed(flow_t *f)
-{
-    bank_log(f->where, BANK_LOG_MARK, BANK_LOG_WARNING,
-             BANKLOGNO(0508) "could not prune sign-in throttle rows: %s",
-             f->db && bank_db_error(f->db) ? bank_db_error(f->db) : "failed");
-}
-
 /* A verdict of a client over a limit, the same whichever check found it (so it never tells
  * a right password from a wrong one). */
 static bank_db_rc over(flow_t *f, bank_sign_in_verdict v, const bank_counter_t *c,
@@ -183,9 +175,6 @@ static bank_db_rc refuse(flow_t *f)
     if ((rc = bank_counter_fail(f->db, &f->address, &f->out->address)) != BANK_DB_OK) {
         return failed(f, rc, "throttle count");
     }
-    if (n.prune_failed || f->out->address.prune_failed) {
-        prune_failed(f);
-    }
     if (f->out->address.over) {
         return over(f, BANK_SIGN_IN_ADDRESS, &f->address, &f->out->address);
     }
@@ -307,9 +296,7 @@ bank_db_rc bank_sign_in(bank_db_t *db, const bank_sign_in_t *in, bank_sign_in_re
                               : over(&f, BANK_SIGN_IN_ADDRESS, &f.address, &out->address);
     }
     out->failures = f.cleared.failures;
-    if (bank_counter_prune(db, &f.email) != BANK_DB_OK) {
-        prune_failed(&f);
-    }
+    (void)bank_counter_prune(db, &f.email); /* best effort: a failure is logged there */
     bank_token_decode(f.pool, out->token, &out->token_id, &secret);
     out->verdict = BANK_SIGN_IN_OK;
     return BANK_DB_OK;

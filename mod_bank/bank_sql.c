@@ -45,6 +45,7 @@ static const struct {
     {"bool", "%d", "%d <> 0"},
     {"ymd", "@", "to_char(@, 'YYYY-MM-DD')"},
     {"skip_locked", "", " FOR UPDATE SKIP LOCKED"},
+    {"noindex", "+@", "@"},
     /* The token revocation feed (bank_store_auth.c): where a read stands (SQLite: the last
      * seq; PostgreSQL: the statement's snapshot), and the rows committed after the position
      * in the one parameter. */

@@ -31,28 +31,33 @@ const bank_stmt_t bank_store_push_sql[] = {
      * end, now). PostgreSQL: rows another sender is claiming are skipped, not waited for,
      * and the outer WHERE is checked again on the locked row; the rows are picked once, in
      * the WITH (a subquery in the WHERE is run again for each row of a semi-join, and took
-     * more than N rows); SQLite runs one writer at a time. */
+     * more than N rows); SQLite runs one writer at a time, and finds the rows to update by
+     * their ids (through the due index it would read every due row, a backlog's too). */
     {"bank_push_claim",
      "WITH due AS (SELECT id FROM push_outbox WHERE state = 'pending' AND next_at <= %pDz"
      " ORDER BY next_at, id LIMIT %d{skip_locked})"
-     " UPDATE push_outbox SET lease = %s, next_at = %pDz, attempts = attempts + 1"
-     " WHERE id IN (SELECT id FROM due) AND state = 'pending' AND next_at <= %pDz"},
-    /* The rows a lease holds, with what their messages say (due_cols). */
+     " UPDATE push_outbox SET lease = %s, next_at = %pDz"
+     " WHERE id IN (SELECT id FROM due) AND {noindex:state} = 'pending'"
+     " AND {noindex:next_at} <= %pDz"},
+    /* The rows a lease holds, with what their messages say (due_cols; args: the lease's end,
+     * the lease). The claim set next_at to the lease's end: the due index finds them, no
+     * scan of the table. */
     {"bank_push_claimed",
      "SELECT o.id, o.device_token, o.attempts, n.amount, n.currency, n.receiver_account_name,"
      " n.status_code, n.status_message, n.transaction_reference"
      " FROM push_outbox o JOIN payment_notices n ON n.id = o.notice_id"
-     " WHERE o.lease = %s AND o.state = 'pending' ORDER BY o.id"},
+     " WHERE o.state = 'pending' AND o.next_at = %pDz AND o.lease = %s ORDER BY o.id"},
     /* A claimed row's outcome, while the lease is still ours (args: state, next_at, done_at,
      * last_error, id, lease). */
     {"bank_push_settle",
      "UPDATE push_outbox SET state = %s, lease = NULL, next_at = %pDz, done_at = %pDz,"
-     " last_error = %s WHERE id = %lld AND lease = %s"},
+     " last_error = %s, attempts = attempts + 1 WHERE id = %lld AND lease = %s"},
     /* Every row the lease still holds was sent (the others were settled one by one first):
-     * one statement for the round (args: done_at, lease). */
+     * one statement for the round, through the due index (args: done_at, lease end, lease). */
     {"bank_push_sent",
-     "UPDATE push_outbox SET state = 'sent', lease = NULL, done_at = %pDz, last_error = NULL"
-     " WHERE lease = %s AND state = 'pending'"},
+     "UPDATE push_outbox SET state = 'sent', lease = NULL, done_at = %pDz, last_error = NULL,"
+     " attempts = attempts + 1"
+     " WHERE state = 'pending' AND next_at = %pDz AND lease = %s"},
     /* FCM no longer knows the token: every customer's device row with it goes. */
     {"bank_push_device_drop",
      "DELETE FROM devices WHERE device_token = %s"},
@@ -77,7 +82,7 @@ bank_db_rc bank_store_push_claim(bank_db_t *db, const char *lease, const char *u
 {
     apr_pool_t *p = bank_db_pool(db);
     const char *args[] = {now, apr_itoa(p, max), lease, until, now};
-    const char *key[] = {lease};
+    const char *key[] = {until, lease};
     int n = 0;
     bank_db_rc rc = bank_db_exec(db, "bank_push_claim", &n, BANK_NARGS(args), args);
 
@@ -102,9 +107,10 @@ bank_db_rc bank_store_push_settle(bank_db_t *db, apr_int64_t id, const char *lea
     return bank_db_exec(db, "bank_push_settle", settled, BANK_NARGS(args), args);
 }
 
-bank_db_rc bank_store_push_sent(bank_db_t *db, const char *lease, const char *done_at, int *count)
+bank_db_rc bank_store_push_sent(bank_db_t *db, const char *lease, const char *until,
+                                const char *done_at, int *count)
 {
-    const char *args[] = {done_at, lease};
+    const char *args[] = {done_at, until, lease};
     return bank_db_exec(db, "bank_push_sent", count, BANK_NARGS(args), args);
 }
 

@@ -1,5 +1,6 @@
 /* Failure counters (bank_throttle.h). */
 #include <string.h>
+#include "bank_log.h"
 #include "bank_store.h"
 #include "bank_throttle.h"
 #include "bank_time.h"
@@ -76,15 +77,24 @@ bank_db_rc bank_counter_fail(bank_db_t *db, const bank_counter_t *c, bank_count_
         return rc;
     }
     /* Best effort: failures never followed by a success (random e-mails, abandoned
-     * customers) must not pile up. */
-    out->prune_failed = bank_counter_prune(db, c) != BANK_DB_OK;
+     * customers) must not pile up. A failed prune is logged there and costs nothing else. */
+    (void)bank_counter_prune(db, c);
     return judge(c, &t, (apr_int64_t)c->attempts + 1, out);
 }
 
 bank_db_rc bank_counter_prune(bank_db_t *db, const bank_counter_t *c)
 {
-    return bank_store_count_prune(db, c->table, c->scope,
-                                  bank_throttle_prune_before(bank_db_pool(db), c->now, c->window));
+    bank_db_rc rc = bank_store_count_prune(
+        db, c->table, c->scope, bank_throttle_prune_before(bank_db_pool(db), c->now, c->window));
+
+    if (rc != BANK_DB_OK) {
+        /* The scope names a counter ("bvn", "address"), except sign-in's: an e-mail, not logged. */
+        bank_log(bank_db_where(db), BANK_LOG_MARK, BANK_LOG_WARNING,
+                 BANKLOGNO(0508) "could not prune %s throttle rows: %s",
+                 c->table == BANK_COUNTS_SIGN_IN ? "sign-in" : c->scope,
+                 bank_db_error(db) ? bank_db_error(db) : "failed");
+    }
+    return rc;
 }
 
 /* The DELETE and the read of what it removed commit together, or not at all when the limit

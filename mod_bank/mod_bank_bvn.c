@@ -231,13 +231,8 @@ int bank_bvn_handler(request_rec *r)
                                       "code before this one",
                       st.customer_id, st.retries);
     }
-    if (st.count.prune_failed) {
-        ap_log_rerror(APLOG_MARK, APLOG_WARNING, 0, r,
-                      BANKLOGNO(0902) "could not prune %s throttle rows: %s", "bvn",
-                      bank_db_error(db));
-    }
     if (drc != BANK_DB_OK) {
-        return bank_error_db(r, db, drc, st.failed_at);
+        return bank_error_db(r, db, drc, "BVN onboarding"); /* the step: logged by the core */
     }
     return answer(r, &st, &idp);
 }

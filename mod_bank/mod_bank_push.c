@@ -186,11 +186,11 @@ static apr_interval_time_t lease_length(void)
 }
 
 /* Claims up to BANK_PUSH_BATCH due rows: their messages in *msgs, 0 when none. */
-static int claim(server_rec *s, apr_pool_t *p, const char *lease, bank_push_msg_t **msgs)
+static int claim(server_rec *s, apr_pool_t *p, const char *lease, const char *until, apr_time_t now,
+                 bank_push_msg_t **msgs)
 {
     apr_pool_t *conn = NULL;
     bank_db_t *db = bank_db_background(s, p, &conn);
-    apr_time_t now = apr_time_now();
     apr_array_header_t *rows = NULL;
     bank_db_rc rc;
 
@@ -199,8 +199,7 @@ static int claim(server_rec *s, apr_pool_t *p, const char *lease, bank_push_msg_
                      BANKLOGNO(1802) "push: no database connection (see mod_dbd's messages)");
         return 0;
     }
-    rc = bank_store_push_claim(db, lease, bank_time_iso(p, now + lease_length()),
-                               bank_time_iso(p, now), BANK_PUSH_BATCH, &rows);
+    rc = bank_store_push_claim(db, lease, until, bank_time_iso(p, now), BANK_PUSH_BATCH, &rows);
     if (rc != BANK_DB_OK) {
         ap_log_error(APLOG_MARK, APLOG_ERR, 0, s, BANKLOGNO(1803) "push: claiming rows: %s",
                      bank_db_error(db));
@@ -235,13 +234,13 @@ static bank_db_rc settle_one(server_rec *s, bank_db_t *db, apr_pool_t *p, const 
         state = "unregistered";
         outcome = BANK_M_PUSH_UNREGISTERED;
         rc = bank_store_push_device_drop(db, m->device_token);
-    } else if (r->verdict == BANK_PUSH_RETRY && m->attempts < conf.attempts) {
+    } else if (r->verdict == BANK_PUSH_RETRY && m->attempts + 1 < conf.attempts) {
         state = "pending";
         outcome = BANK_M_PUSH_RETRIED;
         if (bank_random_bytes((unsigned char *)&u, sizeof(u)) == 0) {
             rnd = (double)u / 4294967296.0;
         }
-        next = bank_time_iso(p, now + bank_push_backoff((int)m->attempts, r->retry_after, rnd));
+        next = bank_time_iso(p, now + bank_push_backoff((int)m->attempts + 1, r->retry_after, rnd));
     }
     if (rc == BANK_DB_OK) {
         rc = bank_store_push_settle(db, m->id, lease, state, next,
@@ -255,7 +254,7 @@ static bank_db_rc settle_one(server_rec *s, bank_db_t *db, apr_pool_t *p, const 
         ap_log_error(APLOG_MARK, outcome == BANK_M_PUSH_FAILED ? APLOG_WARNING : APLOG_INFO, 0, s,
                      BANKLOGNO(1804) "push message %" APR_INT64_T_FMT " (attempt %" APR_INT64_T_FMT
                                      "): %s; %s%s",
-                     m->id, m->attempts, r->why ? r->why : "failed",
+                     m->id, m->attempts + 1, r->why ? r->why : "failed",
                      outcome == BANK_M_PUSH_RETRIED        ? "tried again at "
                      : outcome == BANK_M_PUSH_UNREGISTERED ? "the device is removed"
                                                            : "given up (bankctl push retry)",
@@ -275,6 +274,7 @@ typedef struct {
     server_rec *s;
     apr_pool_t *p;
     const char *lease;
+    const char *until; /* the lease's end: where the claim put the rows' next_at */
     const bank_push_msg_t *msgs;
     const bank_push_result_t *out;
     int n;
@@ -291,7 +291,8 @@ static bank_db_rc settle_all(bank_db_t *db, void *baton)
         sent += b->out[i].verdict == BANK_PUSH_SENT;
     }
     if (rc == BANK_DB_OK && sent) {
-        rc = bank_store_push_sent(db, b->lease, bank_time_iso(b->p, apr_time_now()), &marked);
+        rc = bank_store_push_sent(db, b->lease, b->until, bank_time_iso(b->p, apr_time_now()),
+                                  &marked);
     }
     if (rc == BANK_DB_OK && marked < sent) {
         ap_log_error(APLOG_MARK, APLOG_WARNING, 0, b->s,
@@ -352,14 +353,16 @@ static int round_once(server_rec *s, apr_pool_t *p)
 {
     bank_push_msg_t *msgs = NULL;
     bank_push_result_t *out;
-    const char *lease = new_lease(p), *why;
+    const char *lease = new_lease(p), *why, *until;
+    apr_time_t now = apr_time_now();
     settle_batch b;
     int n, i, answered = 0, wait;
 
-    if ((wait = bank_idp_breaker_allow(breaker, conf.base_url, apr_time_now())) > 0) {
+    if ((wait = bank_idp_breaker_allow(breaker, conf.base_url, now)) > 0) {
         return 0; /* rows wait in the outbox; no thread waits on FCM */
     }
-    if (!lease || (n = claim(s, p, lease, &msgs)) == 0) {
+    until = bank_time_iso(p, now + lease_length());
+    if (!lease || (n = claim(s, p, lease, until, now, &msgs)) == 0) {
         return 0;
     }
     out = apr_pcalloc(p, sizeof(*out) * (apr_size_t)n);
@@ -381,6 +384,7 @@ static int round_once(server_rec *s, apr_pool_t *p)
     b.s = s;
     b.p = p;
     b.lease = lease;
+    b.until = until;
     b.msgs = msgs;
     b.out = out;
     b.n = n;

@@ -151,11 +151,12 @@ is(account_count($v->{c}{id}), 1, 'halfway: one account after the retry');
 my $log = '';
 for (1 .. 20) {
     $log = error_log_since($mark);
-    last if $log =~ /BANK0203/;
+    last if $log =~ /BANK0203/ && $log =~ /BANK0608/;
     select undef, undef, undef, 0.1;
 }
-like($log, qr/BANK0203: opening the account of \Q$v->{c}{id}\E \(account\)/,
+like($log, qr/BANK0608: BVN onboarding of customer \Q$v->{c}{id}\E: opening the account \(account\) failed: /,
     'halfway: the failure is logged with its step');
+like($log, qr/BANK0203: BVN onboarding: /, 'halfway: and the request answered 503 or 500 says so');
 my @leaks = grep { index($log, $_) >= 0 } used_bvns();
 is(scalar @leaks, 0, 'log: no BVN in any line') or diag("leaked: @leaks");
 

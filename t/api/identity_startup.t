@@ -10,7 +10,7 @@ use File::Temp qw(tempdir);
 use Bank::Test qw(:DEFAULT spew slurp);
 use Bank::Docs qw(free_port private_conf);
 
-my $httpd = $ENV{APACHE_TEST_HTTPD} || '/usr/sbin/apache2';
+my $httpd = Apache::Test::vars('httpd');
 my $dir   = tempdir(CLEANUP => 1, DIR => $ENV{BANK_TEST_ROOT} || '/tmp');
 chmod 0755, $dir;
 my $kdir = dirname($ENV{BANK_TEST_KEYS});

@@ -185,11 +185,14 @@ kill 'KILL', $parent, @kids;
 sleep 1;
 my ($r7) = outbox_rows($n7->{data}{transactionReference});
 is($r7->{state}, 'pending', 'killed mid-send: the row is still pending');
+is($r7->{attempts}, 0, 'the killed call counts no attempt (counted when an outcome is written)');
 my $again = push_server($fake, 'BankPushAttempts 3', 'BankPushTimeout 2');
 ok(wait_for(20, sub { my ($r) = outbox_rows($n7->{data}{transactionReference}); $r->{state} eq 'sent' }),
     'after the lease a restarted server sends it');
 ok(scalar(fake_calls($fake, $t7)) >= 2, 'sent again (at least once)')
   or diag(explain([fake_calls($fake, $t7)]), $again->error_log_since(0) =~ /^.*BANK18.*$/mg);
+is((outbox_rows($n7->{data}{transactionReference}))[0]{attempts}, 1,
+    'sent: one attempt counted, the one that was answered');
 
 # --- nothing secret in the logs -----------------------------------------------------------
 my $logs = $srv->error_log_since(0) . $again->error_log_since(0) . error_log_since(0);

@@ -9,6 +9,7 @@
 #include <unistd.h>
 #include <apr_strings.h>
 
+#include "bank_db_source.h"
 #include "bank_sql.h"
 
 typedef struct {
@@ -44,6 +45,38 @@ static const char *count(bank_db_t *db)
     return bank_db_row(db, "count", 0, NULL, count_cols, &row, sizeof(row)) == BANK_DB_OK
                ? row.count
                : NULL;
+}
+
+/* A connection given back mid-transaction: rolled back and closed, so its write lock is gone
+ * and what it wrote with it. */
+static void test_give_back(apr_pool_t *p, const char *path, bank_db_t *rw)
+{
+    const char *c[] = {"given"}, *d[] = {"after give"};
+    bank_db_t *db = open_db(p, path);
+
+    CHECK(db && bank_db_begin(db) == BANK_DB_OK);
+    CHECK(db && bank_db_exec(db, "ins", NULL, 1, c) == BANK_DB_OK);
+    if (db) {
+        bank_db_give(db);
+    }
+    (void)bank_db_query(rw, "PRAGMA busy_timeout = 0"); /* returns a row: not an error */
+    CHECK(bank_db_exec(rw, "ins", NULL, 1, d) == BANK_DB_OK);
+    CHECK_STR(count(rw), "3");
+}
+
+/* A schema change (another connection's migration) expires every statement the sqlite3
+ * driver prepared: the connection is replaced and the statement runs, unnoticed. */
+static void test_schema_change(bank_db_t *rw)
+{
+    const char *e[] = {"after schema"};
+
+    unit_log_clear();
+    CHECK(bank_db_query(rw, "CREATE TABLE unit_schema_change (x INTEGER)") == 0);
+    CHECK_STR(count(rw), "3");
+    CHECK(unit_logged("BANK0808: SQLite connection prepared before the schema changed"));
+    CHECK(bank_db_query(rw, "DROP TABLE unit_schema_change") == 0);
+    CHECK(bank_db_exec(rw, "after", NULL, 1, e) == BANK_DB_OK);
+    CHECK_STR(count(rw), "4");
 }
 
 static void run_tests(apr_pool_t *p)
@@ -83,5 +116,7 @@ static void run_tests(apr_pool_t *p)
     /* nothing was written; the other connection still writes */
     CHECK(bank_db_exec(rw, "after", NULL, 1, b) == BANK_DB_OK);
     CHECK_STR(count(rw), "2");
+    test_give_back(p, path, rw);
+    test_schema_change(rw);
     unlink(path);
 }

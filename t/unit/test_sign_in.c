@@ -149,6 +149,55 @@ static void test_prune(bank_db_t *db)
           t.failures == 0);
 }
 
+/* A prune that fails costs the attempt nothing: the verdict stands, and the core logs it
+ * without the e-mail (a trigger refuses to delete one old row). */
+static void test_prune_fails(bank_db_t *db)
+{
+    apr_pool_t *p = bank_db_pool(db);
+    bank_sign_in_result_t out;
+    bank_throttle_t t;
+    int pg = strcmp(fixture_driver, "pgsql") == 0;
+    const char *long_ago = bank_time_iso(p, apr_time_now() - apr_time_from_sec(3 * 86400));
+
+    CHECK(bank_store_count_fail(db, BANK_COUNTS_SIGN_IN, "stuck@example.com", "192.0.2.11",
+                                long_ago, long_ago, &t) == BANK_DB_OK);
+    if (pg) {
+        CHECK(bank_db_query(db,
+                            "CREATE FUNCTION unit_no_prune() RETURNS trigger LANGUAGE plpgsql"
+                            " AS $$BEGIN IF old.email = 'stuck@example.com' THEN RAISE"
+                            " EXCEPTION 'unit: prune refused'; END IF; RETURN old; END$$") == 0);
+        CHECK(bank_db_query(db, "CREATE TRIGGER unit_no_prune BEFORE DELETE ON sign_in_attempts"
+                                " FOR EACH ROW EXECUTE FUNCTION unit_no_prune()") == 0);
+    } else {
+        CHECK(bank_db_query(db, "CREATE TRIGGER unit_no_prune BEFORE DELETE ON"
+                                " sign_in_attempts WHEN old.email = 'stuck@example.com'"
+                                " BEGIN SELECT RAISE(ABORT, 'unit: prune refused'); END") == 0);
+    }
+    unit_log_clear();
+    CHECK(attempt(db, "prune-me@example.com", "x", "192.0.2.12", &out) == BANK_SIGN_IN_REFUSED);
+    if (!pg) {
+        CHECK(unit_logged("BANK0808: SQLite connection prepared before the schema changed"));
+    }
+    CHECK(unit_logged("BANK0508: could not prune sign-in throttle rows: "));
+    CHECK(unit_logged("unit: prune refused"));
+    CHECK(!unit_logged("@example.com"));
+    CHECK(attempt(db, "prune-me@example.com", "x", "192.0.2.12", &out) == BANK_SIGN_IN_REFUSED);
+    CHECK(out.failures == 2);
+    CHECK(bank_db_query(db, pg ? "DROP TRIGGER unit_no_prune ON sign_in_attempts"
+                               : "DROP TRIGGER unit_no_prune") == 0);
+    if (pg) {
+        CHECK(bank_db_query(db, "DROP FUNCTION unit_no_prune()") == 0);
+    }
+    unit_log_clear();
+    CHECK(attempt(db, "prune-me2@example.com", "x", "192.0.2.13", &out) == BANK_SIGN_IN_REFUSED);
+    CHECK(!unit_logged("BANK0508"));
+    /* On SQLite each schema change (the trigger made, then dropped) expired the connection's
+     * statements: it was replaced, and the attempt ran on the new one. */
+    if (!pg) {
+        CHECK(unit_logged("BANK0808: SQLite connection prepared before the schema changed"));
+    }
+}
+
 static void test_retry_after(void)
 {
     apr_time_t now = APR_INT64_C(1795333222123) * 1000;
@@ -357,6 +406,7 @@ static void all(bank_db_t *db)
     test_throttle(db);
     test_unknown_and_malformed(db);
     test_prune(db);
+    test_prune_fails(db);
     test_address(db);
     test_dummy_follows(db);
 }

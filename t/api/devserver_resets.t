@@ -1,0 +1,80 @@
+# No connection resets (docs/deployment.md, "Processes, threads and connection resets"): the
+# dev server, freshly started, answers wrk's busy keep-alive connections at 64 and 256 with no
+# connect, read, write or timeout error and no non-2xx. With the event MPM processes started
+# under load or too few threads per process, the listener closes keep-alive connections whose
+# next request finds no idle worker, and wrk counts read errors (hundreds in 3 s on 2 CPUs).
+use strict;
+use warnings FATAL => 'all';
+use Apache::Test qw(-withtestmore);
+use File::Temp qw(tempdir);
+use Cwd qw(getcwd);
+use Bank::Test qw(:DEFAULT free_port slurp);
+
+plan skip_all => 'wrk is not installed (make deps)' unless grep { -x "$_/wrk" } split /:/, $ENV{PATH};
+
+my $top  = getcwd();
+my $dir  = tempdir(CLEANUP => 1, DIR => $ENV{BANK_TEST_ROOT} || '/tmp');
+my $run  = "$dir/run";
+my $port = free_port();
+local $ENV{PORT}         = $port;
+local $ENV{BANK_RUN_DIR} = $run;
+local $ENV{BANK_DB}      = 'sqlite3';    # the MPM is the same on both drivers
+delete local $ENV{BANK_PG_PARAMS};
+my $out = `'$top/scripts/devserver' start 2>&1`;
+is($?, 0, 'dev server started') or diag($out);
+END { system("'$top/scripts/devserver' stop >/dev/null 2>&1") if $run && -e "$run/httpd.pid" }
+my ($token) = $out =~ /^  TOKEN=(oat_\S+)$/m;
+ok($token, 'a token is printed');
+
+# Every process started before the first request, none stopped for being idle.
+my $conf = slurp("$run/httpd.conf");
+my %mpm  = $conf =~ /^(StartServers|ServerLimit|MaxRequestWorkers|MaxSpareThreads|ThreadsPerChild)\s+(\d+)$/mg;
+is($mpm{StartServers}, $mpm{ServerLimit}, 'StartServers = ServerLimit');
+is($mpm{MaxSpareThreads}, $mpm{MaxRequestWorkers}, 'MaxSpareThreads = MaxRequestWorkers');
+cmp_ok($mpm{ThreadsPerChild}, '>=', 256, 'a process has a thread for each of 256 connections');
+my $ppid     = slurp("$run/httpd.pid") =~ s/\s+//gr;
+my @children = split ' ', `ps -o pid= --ppid $ppid`;
+is(scalar @children, $mpm{ServerLimit}, "all $mpm{ServerLimit} processes run before the first request");
+
+# wrk's report: "Socket errors: connect C, read R, write W, timeout T" (only when not all 0)
+# and "Non-2xx or 3xx responses: N".
+my $lua = "$dir/webhook.lua";
+open my $fh, '>', $lua or die $!;
+print $fh <<'LUA';
+local n, id = 0, 0
+function setup(thread) id = id + 1; thread:set("tid", id) end
+function request()
+    n = n + 1
+    local body = string.format('{"service":"payments","type":"fund_transfer","data":{' ..
+        '"amount":5000,"charges":10.75,"currency":"NGN","narration":"resets",' ..
+        '"receiverAccountName":"A B","receiverAccountNumber":"0000000019",' ..
+        '"receiverBankCode":"999","sessionId":"1","statusCode":"T100",' ..
+        '"statusMessage":"ok","transactionReference":"RST-%s-%d","walletId":"w"}}', tostring(tid), n)
+    return wrk.format("POST", "/webhook/partner", {["Content-Type"] = "application/json",
+        ["Authorization"] = "Bearer dev-webhook-secret"}, body)
+end
+LUA
+close $fh;
+my $url = "http://127.0.0.1:$port";
+for my $c (64, 256) {
+    my @runs = (
+        [banks   => qq{-H 'Authorization: Bearer $token' $url/misc/payment_banks}],
+        [webhook => "-s $lua $url/webhook/partner"],
+    );
+    for my $r (@runs) {
+        my ($name, $args) = @$r;
+        my $report = `wrk -t2 -c$c -d3s $args 2>&1`;
+        my ($n) = $report =~ /(\d+) requests in/;
+        cmp_ok($n // 0, '>', 0, "$name, $c connections: requests answered") or diag($report);
+        my ($errors) = $report =~ /^\s*(Socket errors:[^\n]*)/m;
+        my ($non2xx) = $report =~ /Non-2xx or 3xx responses: (\d+)/;
+        is(($errors // 'no socket errors') . ', non-2xx ' . ($non2xx // 0), 'no socket errors, non-2xx 0',
+            "$name, $c connections for 3 s: no reset, every answer 2xx")
+            or diag($report);
+    }
+}
+@children = split ' ', `ps -o pid= --ppid $ppid`;
+is(scalar @children, $mpm{ServerLimit}, 'the same number of processes after the runs');
+
+system("'$top/scripts/devserver' stop >/dev/null 2>&1");
+done_testing();
