@@ -24,7 +24,8 @@ our @EXPORT_OK = qw(under_restarts);
 
 # Options: dir (a directory of the test's own), token, webhook (its path), secret,
 # hmac_header and hmac_key (a signed webhook), health (its path, /health), loops (8),
-# restarts (10), host (a Host header, for a name-based virtual host).
+# restarts (10), host (a Host header, for a name-based virtual host), todo (the reason a
+# known loss is not fixed yet: the every-request assertion then runs as a TODO test).
 sub under_restarts {
     my ($h, $what, %o) = @_;
     my $loops    = $o{loops}    // 8;
@@ -93,7 +94,10 @@ sub under_restarts {
         $what, $all, $loops, $restarts, time - $started,
         join(', ', map { "$_ x $total{$_}" } sort keys %total));
     cmp_ok($all, '>', 100, "$what: the loops ran");
+    # A known loss not fixed yet is reported as TODO with its reason, never hidden.
+    Test::Builder->new->todo_start($o{todo}) if $o{todo};
     is($all - ($total{200} // 0), 0, "$what: every request answered 200 (no 503, no connection error)");
+    Test::Builder->new->todo_end if $o{todo};
     my @bad = grep { /\[[\w:]*(crit|alert|emerg)\]|AH00632|AH00636|database is locked/ }
       split /\n/, $h->log_since($mark);
     is(join("\n", @bad), '', "$what: no crit line, no failed prepare in the error log");
