@@ -123,12 +123,13 @@ starts('installed');
 my $site = slurp('/etc/apache2/sites-available/bank.conf');
 like($site, qr{^#\s+install -d -o www-data -g www-data -m 0700 /var/lib/mod_bank$}m,
     'the site says how to make the database directory');
-like($site, qr{^#\s+install -d -o www-data -g www-data -m 0700 /etc/mod_bank /etc/mod_bank/keys$}m,
-    'the site says how to make the identity keys\' directory');
+like($site, qr{^#\s+install -d -m 0750 -o root -g www-data /etc/mod_bank\n#\s+install -d -m 0700 -o www-data -g www-data /etc/mod_bank/keys$}m,
+    'the site says how to make the identity keys\' directories');
 spew('/etc/apache2/sites-available/bank.conf',
     $site =~ s{/var/lib/mod_bank}{$dbdir}gr =~ s{/etc/mod_bank}{$keydir}gr);
-system('install', '-d', '-o', 'www-data', '-g', 'www-data', '-m', '0700', $dbdir, $keydir,
-    "$keydir/keys") == 0
+system('install', '-d', '-o', 'www-data', '-g', 'www-data', '-m', '0700', $dbdir) == 0
+  && system('install', '-d', '-o', 'root', '-g', 'www-data', '-m', '0750', $keydir) == 0
+  && system('install', '-d', '-o', 'www-data', '-g', 'www-data', '-m', '0700', "$keydir/keys") == 0
   or die 'install -d';
 # The identity keys as the site's comment makes them (owner-only, www-data's).
 for my $k ('k1', 'hash') {
