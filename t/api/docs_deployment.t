@@ -10,7 +10,8 @@ use warnings FATAL => 'all';
 use Apache::Test qw(-withtestmore);
 use File::Temp qw(tempdir);
 use Bank::Test;
-use Bank::Docs qw(doc_block substitute free_port run_user spew slurp exercise bad_log_lines);
+use Bank::Docs qw(doc_block substitute free_port run_user spew slurp exercise bad_log_lines
+  production_paths);
 
 plan skip_all => 'needs mod_ssl (Debian apache2)'
   unless -e '/usr/lib/apache2/modules/mod_ssl.so';
@@ -34,13 +35,7 @@ if (!$pg) {
         "$what: placeholder DBDParams is there");
 }
 $conf = substitute($conf, $what,
-    'Listen 443'                           => "Listen 127.0.0.1:$port",
-    '<VirtualHost *:443>'                  => "<VirtualHost *:$port>",
-    '/run/apache2'                         => "$dir/run",
-    '/var/log/apache2'                     => "$dir/log",
-    '/etc/ssl/mod_bank'                    => "$dir/ssl",
-    '/etc/mod_bank'                        => "$dir/etc",
-    '/usr/lib/apache2/modules/mod_bank.so' => $ENV{BANK_MODULE},
+    production_paths($dir, $port),
     $pg ? () : ('/var/lib/mod_bank' => "$dir/lib"));
 ok($conf =~ s/^(\s*Require ip)(?: [\d.\/]+)+$/$1 127.0.0.1/m,
     "$what: placeholder the partner's addresses is there");

@@ -11,7 +11,8 @@ use warnings FATAL => 'all';
 use Apache::Test qw(-withtestmore);
 use File::Temp qw(tempdir);
 use Bank::Test;
-use Bank::Docs qw(doc_block substitute free_port spew slurp exercise bad_log_lines);
+use Bank::Docs qw(doc_block substitute free_port spew slurp exercise bad_log_lines
+  production_paths);
 
 plan skip_all => 'the PostgreSQL path: make test DB=pgsql (this run: SQLite)'
   unless $ENV{BANK_DBDRIVER} eq 'pgsql';
@@ -87,13 +88,7 @@ is($?, 0, 'section 1 runs as written (roles, database, bankctl migrate over veri
 # --- section 2: the production httpd.conf --------------------------------------------------------
 my $conf = doc_block('docs/deployment.md', 'deployment-production-conf');
 $conf = substitute($conf, 'production conf',
-    'Listen 443'                           => "Listen 127.0.0.1:$port",
-    '<VirtualHost *:443>'                  => "<VirtualHost *:$port>",
-    '/run/apache2'                         => "$dir/run",
-    '/var/log/apache2'                     => "$dir/log",
-    '/etc/ssl/mod_bank'                    => "$dir/ssl",
-    '/etc/mod_bank'                        => $etc,
-    '/usr/lib/apache2/modules/mod_bank.so' => $ENV{BANK_MODULE},
+    production_paths($dir, $port, etc => $etc),
     'host=db1.internal,db2.internal port=5432' => "host=localhost port=$pgport");
 like($conf, qr/^DBDParams ".*sslmode=verify-full sslrootcert=\Q$etc\E\/db-ca\.pem.*passfile=|^DBDParams ".*passfile=.*sslmode=verify-full/m,
     'DBDParams: verify-full, the CA and the password file, as written');

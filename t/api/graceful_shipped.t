@@ -15,7 +15,7 @@ use Apache::Test qw(-withtestmore);
 use File::Temp qw(tempdir);
 use Cwd qw(getcwd);
 use Bank::Test;
-use Bank::Docs qw(doc_block substitute free_port spew slurp);
+use Bank::Docs qw(doc_block substitute free_port spew slurp production_paths);
 use Bank::Graceful qw(under_restarts);
 
 my $top  = getcwd();    # run-tests runs the suite from the checkout
@@ -63,14 +63,7 @@ SKIP: {
     my $port = free_port();
     my $conf = doc_block('docs/deployment.md', 'deployment-production-conf');
     ok($conf =~ s/^DBDParams ".*"$/DBDParams "$ENV{BANK_DBPARAMS}"/m, "$what: DBDParams is there");
-    $conf = substitute($conf, $what,
-        'Listen 443'                           => "Listen 127.0.0.1:$port",
-        '<VirtualHost *:443>'                  => "<VirtualHost *:$port>",
-        '/run/apache2'                         => "$dir/run",
-        '/var/log/apache2'                     => "$dir/log",
-        '/etc/ssl/mod_bank'                    => "$dir/ssl",
-        '/etc/mod_bank'                        => "$dir/etc",
-        '/usr/lib/apache2/modules/mod_bank.so' => $ENV{BANK_MODULE});
+    $conf = substitute($conf, $what, production_paths($dir, $port));
     ok($conf =~ s/^(\s*Require ip)(?: [\d.\/]+)+$/$1 127.0.0.1/m, "$what: the partner's addresses");
     spew("$dir/httpd.conf", $conf);
     my ($secret) = $conf =~ /^\s*BankWebhookSecret (\S+)/m;

@@ -21,7 +21,7 @@ use Bank::BvnTest qw(next_bvn);
 use Bank::Webhook qw(notice notice_json hmac);
 
 our @EXPORT_OK = qw(doc_block substitute free_port run_user slurp spew exercise bad_log_lines
-  private_conf debian_apache2);
+  private_conf debian_apache2 production_paths);
 
 
 # The fenced block right after <!-- docs-test: NAME --> in FILE (the suite's own copy).
@@ -41,6 +41,21 @@ sub substitute {
         ok($n, "$what: placeholder '$from' is there");
     }
     return $text;
+}
+
+# The placeholders of docs/deployment.md's production configuration and what a test puts in
+# their place (for substitute): its port, directories of the test's own under $dir (etc =>
+# another /etc/mod_bank), the module built here.
+sub production_paths {
+    my ($dir, $port, %o) = @_;
+    return (
+        'Listen 443'                           => "Listen 127.0.0.1:$port",
+        '<VirtualHost *:443>'                  => "<VirtualHost *:$port>",
+        '/run/apache2'                         => "$dir/run",
+        '/var/log/apache2'                     => "$dir/log",
+        '/etc/ssl/mod_bank'                    => "$dir/ssl",
+        '/etc/mod_bank'                        => $o{etc} // "$dir/etc",
+        '/usr/lib/apache2/modules/mod_bank.so' => $ENV{BANK_MODULE});
 }
 
 
