@@ -194,10 +194,11 @@ use warnings FATAL => 'all';
 use Apache::Test qw(-withtestmore);
 
 # args: apache2's arguments naming the configuration (-d, -f); port; log: its error log;
-# scheme (http or https).
+# scheme (http or https). Only the process that made it stops the server: a forked child
+# (a request loop) that exits must not stop it under the others.
 sub new {
     my ($class, %o) = @_;
-    my $self = bless { httpd => Bank::Test::httpd_binary(), scheme => 'http',
+    my $self = bless { httpd => Bank::Test::httpd_binary(), scheme => 'http', owner => $$,
         %o }, $class;
     return $self;
 }
@@ -228,7 +229,7 @@ sub check_syntax {
     is($out, "Syntax OK\n", "$what: apache2 -t says only Syntax OK");
 }
 
-sub _answers {
+sub answers {
     my ($self) = @_;
     for (1 .. 150) {
         my $s = IO::Socket::INET->new(PeerAddr => '127.0.0.1', PeerPort => $self->{port},
@@ -246,7 +247,7 @@ sub start {
     is($rc, 0, "$what: httpd starts") or diag($out);
     is($out, '', "$what: the start prints nothing");
     $self->{started} = 1;
-    return ok($self->_answers, "$what: httpd answers") || diag($self->log_since(0));
+    return ok($self->answers, "$what: httpd answers") || diag($self->log_since(0));
 }
 
 sub _generations { my ($self) = @_; return () = $self->log_since(0) =~ /resuming normal operations/g }
@@ -261,12 +262,12 @@ sub graceful {
         last if $self->_generations > $before;
         select undef, undef, undef, 0.1;
     }
-    ok($self->_generations > $before && $self->_answers, "$what: httpd answers after the restart");
+    ok($self->_generations > $before && $self->answers, "$what: httpd answers after the restart");
 }
 
 sub stop {
     my ($self) = @_;
-    return unless $self->{started} && !$self->{stopped}++;
+    return unless $self->{started} && $$ == $self->{owner} && !$self->{stopped}++;
     $self->_run('-k', 'stop');
     my $pidfile = $self->{pidfile};
     for (1 .. 100) {
