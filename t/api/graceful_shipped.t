@@ -1,7 +1,8 @@
 # Graceful restarts lose nothing with the configuration files we ship, as they are: 8 request
 # loops (GET /health, the bank list with a token, payment notices) against each while it is
 # restarted gracefully 10 times (apache2 -k graceful); every request answered 200, no 503, no
-# connection error, no crit line in the error log (Bank::Graceful). Only what an operator
+# connection error, no crit line in the error log, httpd never stopped meanwhile
+# (Bank::Graceful). Over TLS each request is a new TLS connection. Only what an operator
 # changes is replaced (paths, ports, the database):
 # - the dev server's conf/dev-httpd.conf.in, rendered and started by scripts/devserver
 #   (both drivers; on PostgreSQL its throwaway cluster);
