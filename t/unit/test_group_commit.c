@@ -2,8 +2,9 @@
  * (SQLite, and PostgreSQL with BANK_TEST_PG_PARAMS): notices queued together form one batch
  * and one transaction; a repeat within a batch is written once; a batch the database refuses
  * falls back to one notice per transaction, so only the refused one fails; without a
- * connection every notice fails as worth retrying; and no caller returns stored before its
- * notice is committed (another connection sees it). */
+ * connection every notice fails as worth retrying; the notices queued behind a batch that
+ * failed as worth retrying fail with it, without another commit; and no caller returns stored
+ * before its notice is committed (another connection sees it). */
 #include <string.h>
 #include <unistd.h>
 #include <apr_thread_proc.h>
@@ -21,6 +22,8 @@ typedef struct {
     int expect; /* the leader's turn waits until this many are queued (0: no wait) */
     int no_db;  /* connect gives none */
     int connects, turns, reports, transient;
+    int hold_failed; /* a failure is reported worth retrying once this many are queued behind */
+    int failing;     /* a failure is being reported */
 } host_t;
 
 typedef struct {
@@ -28,6 +31,7 @@ typedef struct {
     apr_pool_t *pool;
     const char *ref, *status;
     bank_group_item_t q;
+    int behind;   /* queues only while a failure is being reported */
     long visible; /* rows of its reference another connection saw when it returned (-1: none) */
 } worker_t;
 
@@ -36,6 +40,16 @@ static void count(host_t *h, int *n)
     apr_thread_mutex_lock(h->lock);
     (*n)++;
     apr_thread_mutex_unlock(h->lock);
+}
+
+static int failing(host_t *h)
+{
+    int n;
+
+    apr_thread_mutex_lock(h->lock);
+    n = h->failing;
+    apr_thread_mutex_unlock(h->lock);
+    return n;
 }
 
 static bank_db_t *h_connect(void *baton)
@@ -76,6 +90,14 @@ static int h_failed(void *baton, bank_db_t *db, bank_db_rc rc, const char *what)
 
     (void)what;
     count(w->h, &w->h->reports);
+    if (w->h->hold_failed) {
+        int i;
+        count(w->h, &w->h->failing);
+        for (i = 0; i < 500 && bank_group_queued(w->h->g) < w->h->hold_failed; i++) {
+            usleep(10000);
+        }
+        return 1;
+    }
     if (transient) {
         count(w->h, &w->h->transient);
     }
@@ -107,6 +129,9 @@ static void *APR_THREAD_FUNC worker(apr_thread_t *t, void *data)
     if (bank_group_item_init(&w->q, w->pool) != APR_SUCCESS) {
         return NULL;
     }
+    while (w->behind && !failing(w->h)) {
+        usleep(5000);
+    }
     bank_group_commit(w->h->g, &w->q, &host, w, w->pool);
     /* what another connection sees the moment the caller would answer */
     other = bank_db_open(w->pool, fixture_driver, fixture_params, &err);
@@ -114,8 +139,10 @@ static void *APR_THREAD_FUNC worker(apr_thread_t *t, void *data)
     return NULL;
 }
 
-/* n threads, each queueing one notice (refs[i], status codes T100 unless statuses). */
-static void run(apr_pool_t *p, host_t *h, worker_t *w, int n, const char *const *refs)
+/* n threads, each queueing one notice (refs[i], status code T100); those from behind on
+ * queue only while a failure is being reported (n: none). */
+static void run_behind(apr_pool_t *p, host_t *h, worker_t *w, int n, const char *const *refs,
+                       int behind)
 {
     apr_thread_t *t[MAX_THREADS];
     const char *err = NULL;
@@ -130,12 +157,18 @@ static void run(apr_pool_t *p, host_t *h, worker_t *w, int n, const char *const 
         apr_pool_create(&w[i].pool, p);
         w[i].ref = refs[i];
         w[i].status = "T100";
+        w[i].behind = i >= behind;
         CHECK(apr_thread_create(&t[i], NULL, worker, &w[i], p) == APR_SUCCESS);
     }
     for (i = 0; i < n; i++) {
         apr_status_t rv;
         apr_thread_join(&rv, t[i]);
     }
+}
+
+static void run(apr_pool_t *p, host_t *h, worker_t *w, int n, const char *const *refs)
+{
+    run_behind(p, h, w, n, refs, n);
 }
 
 static int seq;
@@ -172,18 +205,15 @@ static void test_batch(bank_db_t *db)
     CHECK(added == 7);
 }
 
-/* One notice the database refuses: the batch fails whole, then each notice is tried alone;
- * only the refused one fails (not worth retrying) and the others are stored. */
-static void test_fallback(bank_db_t *db)
+/* on: the database refuses every notice whose reference starts REFUSED- (a trigger); off:
+ * no more. */
+static void refuse(bank_db_t *db, int on)
 {
-    apr_pool_t *p = bank_db_pool(db);
-    int pg = bank_db_is_pgsql(db), i;
-    const char *refs[6];
-    worker_t w[6];
-    host_t h = {0};
+    int pg = bank_db_is_pgsql(db);
 
-    seq++;
-    CHECK(bank_db_query(db, pg ? "CREATE OR REPLACE FUNCTION unit_refuse_gc() RETURNS trigger "
+    if (on) {
+        CHECK(bank_db_query(db,
+                            pg ? "CREATE OR REPLACE FUNCTION unit_refuse_gc() RETURNS trigger "
                                  "LANGUAGE plpgsql AS $$ BEGIN IF NEW.transaction_reference "
                                  "LIKE 'REFUSED-%' THEN RAISE EXCEPTION 'refused'; END IF; "
                                  "RETURN NEW; END $$; CREATE TRIGGER unit_refuse_gc BEFORE INSERT "
@@ -192,6 +222,25 @@ static void test_fallback(bank_db_t *db)
                                : "CREATE TRIGGER unit_refuse_gc BEFORE INSERT ON payment_notices "
                                  "WHEN NEW.transaction_reference LIKE 'REFUSED-%' "
                                  "BEGIN SELECT RAISE(ABORT, 'refused'); END") == 0);
+    } else {
+        CHECK(bank_db_query(db, pg ? "DROP TRIGGER unit_refuse_gc ON payment_notices"
+                                   : "DROP TRIGGER unit_refuse_gc") == 0);
+        CHECK(pg || bank_db_prepare_all(db) == NULL);
+    }
+}
+
+/* One notice the database refuses: the batch fails whole, then each notice is tried alone;
+ * only the refused one fails (not worth retrying) and the others are stored. */
+static void test_fallback(bank_db_t *db)
+{
+    apr_pool_t *p = bank_db_pool(db);
+    int i;
+    const char *refs[6];
+    worker_t w[6];
+    host_t h = {0};
+
+    seq++;
+    refuse(db, 1);
     for (i = 0; i < 6; i++) {
         refs[i] = ref(p, i == 3 ? "REFUSED" : "FALLBACK", i);
     }
@@ -209,9 +258,7 @@ static void test_fallback(bank_db_t *db)
             CHECK(w[i].visible == 1);
         }
     }
-    CHECK(bank_db_query(db, pg ? "DROP TRIGGER unit_refuse_gc ON payment_notices"
-                               : "DROP TRIGGER unit_refuse_gc") == 0);
-    CHECK(pg || bank_db_prepare_all(db) == NULL);
+    refuse(db, 0);
 }
 
 /* No connection for the leader: every notice of its batch fails, worth retrying, none stored. */
@@ -233,6 +280,32 @@ static void test_no_connection(bank_db_t *db)
     for (i = 0; i < 3; i++) {
         CHECK(w[i].q.rc != BANK_DB_OK && w[i].q.retry && w[i].visible == 0);
     }
+}
+
+/* A batch that fails as worth retrying (the host says so, as for a commit that waited past
+ * the bound for a standby) while three more queue behind it: they fail with it, worth
+ * retrying, at once, with no other connection or commit; none stored. */
+static void test_behind_failure(bank_db_t *db)
+{
+    apr_pool_t *p = bank_db_pool(db);
+    int i;
+    const char *refs[4];
+    worker_t w[4];
+    host_t h = {0};
+
+    seq++;
+    refuse(db, 1);
+    for (i = 0; i < 4; i++) {
+        refs[i] = ref(p, i == 0 ? "REFUSED" : "BEHIND", i);
+    }
+    h.hold_failed = 3;
+    run_behind(p, &h, w, 4, refs, 1);
+    CHECK(h.connects == 1 && h.turns == 1 && h.reports == 1);
+    for (i = 0; i < 4; i++) {
+        CHECK(w[i].q.rc != BANK_DB_OK && w[i].q.retry && !w[i].q.put.added);
+        CHECK(w[i].visible == 0);
+    }
+    refuse(db, 0);
 }
 
 /* Without a queue (g NULL) a notice commits alone. */
@@ -259,6 +332,7 @@ static void each(bank_db_t *db)
     test_batch(db);
     test_fallback(db);
     test_no_connection(db);
+    test_behind_failure(db);
     test_alone(db);
 }
 
