@@ -22,8 +22,10 @@ typedef struct {
     int expect; /* the leader's turn waits until this many are queued (0: no wait) */
     int no_db;  /* connect gives none */
     int connects, turns, reports, transient;
-    int hold_failed; /* a failure is reported worth retrying once this many are queued behind */
-    int failing;     /* a failure is being reported */
+    int hold_failed;  /* a failure is reported worth retrying once this many are queued behind */
+    int failing;      /* a failure is being reported */
+    int retry_all;    /* every failure is reported worth retrying */
+    int hold_connect; /* connect waits while this is set (the test clears it) */
 } host_t;
 
 typedef struct {
@@ -52,13 +54,27 @@ static int failing(host_t *h)
     return n;
 }
 
+static int held(host_t *h)
+{
+    int n;
+
+    apr_thread_mutex_lock(h->lock);
+    n = h->hold_connect;
+    apr_thread_mutex_unlock(h->lock);
+    return n;
+}
+
 static bank_db_t *h_connect(void *baton)
 {
     worker_t *w = baton;
     const char *err = NULL;
     bank_db_t *db;
+    int i;
 
     count(w->h, &w->h->connects);
+    for (i = 0; i < 400 && held(w->h); i++) { /* 2 s at most */
+        usleep(5000);
+    }
     if (w->h->no_db) {
         return NULL;
     }
@@ -96,6 +112,9 @@ static int h_failed(void *baton, bank_db_t *db, bank_db_rc rc, const char *what)
         for (i = 0; i < 500 && bank_group_queued(w->h->g) < w->h->hold_failed; i++) {
             usleep(10000);
         }
+        return 1;
+    }
+    if (w->h->retry_all) {
         return 1;
     }
     if (transient) {
@@ -148,8 +167,10 @@ static void run_behind(apr_pool_t *p, host_t *h, worker_t *w, int n, const char 
     const char *err = NULL;
     int i;
 
-    apr_thread_mutex_create(&h->lock, APR_THREAD_MUTEX_DEFAULT, p);
-    h->g = bank_group_create(p, 64, &err);
+    if (!h->g) { /* a group of the test's own, or a new one */
+        apr_thread_mutex_create(&h->lock, APR_THREAD_MUTEX_DEFAULT, p);
+        h->g = bank_group_create(p, 64, &err);
+    }
     CHECK(h->g != NULL);
     for (i = 0; i < n; i++) {
         memset(&w[i], 0, sizeof(w[i]));
@@ -308,6 +329,60 @@ static void test_behind_failure(bank_db_t *db)
     refuse(db, 0);
 }
 
+/* After a batch failed as worth retrying, the next one tries the database (its leader waits
+ * here for its connection) and a notice that arrives meanwhile fails at once, worth retrying,
+ * with no connection of its own; once a batch commits again, notices queue as before. */
+static void test_while_failing(bank_db_t *db)
+{
+    apr_pool_t *p = bank_db_pool(db);
+    const char *err = NULL;
+    const char *refs[4];
+    worker_t w[4];
+    host_t h = {0};
+    apr_thread_t *t;
+    apr_status_t rv;
+    apr_time_t took;
+    int i;
+
+    seq++;
+    refuse(db, 1);
+    for (i = 0; i < 4; i++) {
+        refs[i] = ref(p, i < 2 ? "REFUSED" : "LATER", i);
+    }
+    apr_thread_mutex_create(&h.lock, APR_THREAD_MUTEX_DEFAULT, p);
+    h.g = bank_group_create(p, 64, &err);
+    h.retry_all = 1;
+    run(p, &h, &w[0], 1, &refs[0]); /* fails, worth retrying */
+    CHECK(w[0].q.rc != BANK_DB_OK && w[0].q.retry && h.connects == 1);
+
+    h.hold_connect = 1;
+    memset(&w[1], 0, sizeof(w[1]));
+    w[1].h = &h;
+    apr_pool_create(&w[1].pool, p);
+    w[1].ref = refs[1];
+    w[1].status = "T100";
+    CHECK(apr_thread_create(&t, NULL, worker, &w[1], p) == APR_SUCCESS);
+    for (i = 0; i < 500 && h.connects < 2; i++) { /* its leader is connecting */
+        usleep(10000);
+    }
+    took = apr_time_now();
+    run(p, &h, &w[2], 1, &refs[2]); /* arrives while it runs */
+    took = apr_time_now() - took;
+    CHECK(w[2].q.rc != BANK_DB_OK && w[2].q.retry && w[2].visible == 0);
+    CHECK(took < apr_time_from_msec(1000)); /* not after the running one (held 2 s) */
+    CHECK(h.connects == 2);                 /* no commit of its own */
+    apr_thread_mutex_lock(h.lock);
+    h.hold_connect = 0;
+    apr_thread_mutex_unlock(h.lock);
+    apr_thread_join(&rv, t);
+    CHECK(w[1].q.rc != BANK_DB_OK && w[1].q.retry);
+
+    refuse(db, 0);
+    run(p, &h, &w[3], 1, &refs[3]); /* the database takes it: stored */
+    CHECK(w[3].q.rc == BANK_DB_OK && w[3].q.put.added && w[3].visible == 1);
+    CHECK(h.connects == 3);
+}
+
 /* Without a queue (g NULL) a notice commits alone. */
 static void test_alone(bank_db_t *db)
 {
@@ -333,6 +408,7 @@ static void each(bank_db_t *db)
     test_fallback(db);
     test_no_connection(db);
     test_behind_failure(db);
+    test_while_failing(db);
     test_alone(db);
 }
 
