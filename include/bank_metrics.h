@@ -46,6 +46,7 @@ typedef enum {
     BANK_M_PUSH_RETRIED,      /* a failed call, to be tried again later */
     BANK_M_PUSH_FAILED,       /* given up: attempts used up, or refused for good */
     BANK_M_PUSH_UNREGISTERED, /* the device's token is gone: the device row deleted */
+    BANK_M_PUSH_LEAN,         /* sender rounds held to BANK_PUSH_BATCH_LEAN: CPUs busy */
     BANK_M_COUNT
 } bank_metric_t;
 

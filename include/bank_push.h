@@ -26,6 +26,8 @@
 #define BANK_PUSH_BACKOFF_MAX 600      /* seconds: no retry waits longer, Retry-After aside */
 #define BANK_PUSH_RETRY_AFTER_MAX 3600 /* seconds: a longer Retry-After is cut to this */
 #define BANK_PUSH_BATCH 100            /* messages claimed and sent at once per sender */
+#define BANK_PUSH_BATCH_LEAN 10        /* the same while the CPUs have no room to spare */
+#define BANK_PUSH_SPARE_CPU_DEFAULT 10 /* BankPushSpareCPU, percent idle */
 
 /* A service account, from Google's JSON key file. */
 typedef struct {
@@ -91,6 +93,15 @@ int bank_push_retry_after(const char *value, apr_time_t now);
 /* 1 if the base URL may be used (https://, http:// only to loopback); *norm without a
  * trailing slash. NULL or why not. */
 const char *bank_push_url_check(apr_pool_t *p, const char *url, const char **norm);
+
+/* The first line of /proc/stat ("cpu  user nice system idle iowait irq softirq steal ..."):
+ * the clock ticks of all the CPUs in all (*total) and idle (*idle: idle and iowait). 1 if
+ * read, 0 if the text does not start with that line. */
+int bank_push_cpu_ticks(const char *text, apr_uint64_t *total, apr_uint64_t *idle);
+/* 1 if from one reading (total0, idle0) to the next at least percent of the ticks were idle,
+ * or none passed; 0 if the CPUs were busier than that. */
+int bank_push_cpu_spare(apr_uint64_t total0, apr_uint64_t idle0, apr_uint64_t total1,
+                        apr_uint64_t idle1, int percent);
 
 /* ---- bank_push_client.c ---- */
 

@@ -36,6 +36,19 @@ const char *bank_db_drivers(void);
 void bank_db_set_timeout(apr_pool_t *pconf, apr_interval_time_t timeout);
 /* Each child process: the statement guard (bank_db_guard.h) that bounds waits on PostgreSQL. */
 void bank_db_child_init(apr_pool_t *pchild, server_rec *s);
+/* Writes take turns across the server's processes (the "bank-webhook" mutex, docs/api.md):
+ * the payment notices' group commits, and on SQLite the push sender's writes, which would
+ * otherwise meet the notices' commits in SQLite's one write lock and make them wait in its
+ * busy handler's sleeps. The mutex type (pre_config), the mutex (post_config), each
+ * process's handle (child_init). */
+int bank_db_turn_pre_config(apr_pool_t *pconf);
+int bank_db_turn_post_config(apr_pool_t *pconf, server_rec *s);
+void bank_db_turn_child_init(apr_pool_t *pchild, server_rec *s);
+/* Waits up to max for the turn: APR_SUCCESS when taken (give it back with bank_db_turn_give
+ * at once after the write), APR_ENOLOCK when this process has no mutex, else why not;
+ * *waited says how long it waited. */
+apr_status_t bank_db_turn_take(apr_interval_time_t max, apr_interval_time_t *waited);
+void bank_db_turn_give(void);
 /* Registers mod_bank on mod_dbd's post_connect hook (each new connection described for the
  * data layer, its session set up). */
 void bank_db_register_hooks(void);

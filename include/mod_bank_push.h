@@ -14,6 +14,7 @@ const char *bank_push_set_fcm(cmd_parms *cmd, const char *kind, const char *proj
 const char *bank_push_set_credentials(cmd_parms *cmd, const char *path);
 void bank_push_set_attempts(int n);
 void bank_push_set_timeout(int seconds);
+void bank_push_set_spare_cpu(int percent);
 
 /* Forgets the previous configuration's settings (a restart reads them again). */
 void bank_push_pre_config(void);

@@ -69,6 +69,9 @@ static const struct {
     [BANK_M_PUSH_RETRIED] = {"bank_push_total", "outcome=\"retried\"", NULL},
     [BANK_M_PUSH_FAILED] = {"bank_push_total", "outcome=\"failed\"", NULL},
     [BANK_M_PUSH_UNREGISTERED] = {"bank_push_total", "outcome=\"unregistered\"", NULL},
+    [BANK_M_PUSH_LEAN] = {"bank_push_lean_rounds_total", NULL,
+                          "Push sender rounds held to a few messages because the CPUs had "
+                          "less idle time than BankPushSpareCPU (the webhook comes first)."},
 };
 
 void bank_metrics_count(bank_metrics_t *m, bank_metric_t c)

@@ -1,6 +1,7 @@
 /* FCM HTTP v1's pure side (docs/push.md): the service account, the RS256 JWT of Google's
  * OAuth 2 service-account flow (signed with OpenSSL), the message, the judging of the
  * answers and the retry schedule. */
+#include <errno.h>
 #include <string.h>
 #include <strings.h>
 #include <apr_strings.h>
@@ -274,4 +275,50 @@ int bank_push_retry_after(const char *value, apr_time_t now)
     }
     n = apr_time_sec(when - now) + 1;
     return n > BANK_PUSH_RETRY_AFTER_MAX ? BANK_PUSH_RETRY_AFTER_MAX : (int)n;
+}
+
+int bank_push_cpu_ticks(const char *text, apr_uint64_t *total, apr_uint64_t *idle)
+{
+    const char *at;
+    char *end = NULL;
+    apr_uint64_t v;
+    int i;
+
+    if (strncmp(text, "cpu ", 4) != 0) {
+        return 0;
+    }
+    *total = *idle = 0;
+    at = text + 4;
+    /* user nice system idle iowait irq softirq steal; guest and guest_nice are counted in
+     * user and nice already */
+    for (i = 0; i < 8; i++) {
+        while (*at == ' ') {
+            at++;
+        }
+        if (!apr_isdigit(*at)) {
+            return i >= 4; /* old kernels stop after idle */
+        }
+        errno = 0;
+        v = (apr_uint64_t)apr_strtoi64(at, &end, 10);
+        if (errno || end == at) {
+            return 0;
+        }
+        *total += v;
+        if (i == 3 || i == 4) {
+            *idle += v;
+        }
+        at = end;
+    }
+    return 1;
+}
+
+int bank_push_cpu_spare(apr_uint64_t total0, apr_uint64_t idle0, apr_uint64_t total1,
+                        apr_uint64_t idle1, int percent)
+{
+    apr_uint64_t dt = total1 - total0, di = idle1 - idle0;
+
+    if (total1 <= total0 || idle1 < idle0 || di > dt) {
+        return 1; /* nothing passed, or the counters went back: no reading */
+    }
+    return di * 100 >= dt * (apr_uint64_t)percent;
 }

@@ -161,7 +161,7 @@ static int bank_post_config(apr_pool_t *pconf, apr_pool_t *plog, apr_pool_t *pte
     bank_idp_post_config(pconf, s);
     bank_metrics_post_config(pconf, s);
     bank_verify_post_config(pconf, s);
-    if (bank_webhook_post_config(pconf, s) != OK || bank_push_post_config(pconf, s) != OK ||
+    if (bank_db_turn_post_config(pconf, s) != OK || bank_push_post_config(pconf, s) != OK ||
         bank_identity_post_config(pconf, ptemp, s) != OK) {
         return HTTP_INTERNAL_SERVER_ERROR;
     }
@@ -184,7 +184,7 @@ static int bank_pre_config(apr_pool_t *pconf, apr_pool_t *plog, apr_pool_t *ptem
     (void)plog;
     (void)ptemp;
     bank_push_pre_config();
-    return bank_webhook_pre_config(pconf);
+    return bank_db_turn_pre_config(pconf);
 }
 
 /* A child of an httpd started from a root shell keeps HOME=/root, which httpd's User cannot
@@ -209,6 +209,7 @@ static void bank_child_init(apr_pool_t *p, server_rec *s)
 {
     bank_banks_child_init(p, s);
     bank_verify_child_init(p, s);
+    bank_db_turn_child_init(p, s);
     bank_webhook_child_init(p, s);
     bank_auth_child_init(p, s);
     bank_db_child_init(p, s);

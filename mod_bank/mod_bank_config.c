@@ -603,13 +603,15 @@ static const char *set_push_credentials(cmd_parms *cmd, void *cfg, const char *p
     return bank_push_set_credentials(cmd, path);
 }
 
-/* BankPushAttempts and BankPushTimeout: a whole number up to the limit cmd->info gives. */
+/* BankPushAttempts, BankPushTimeout and BankPushSpareCPU: a whole number within the limits
+ * cmd->info gives. */
 typedef struct {
-    apr_int64_t max;
+    apr_int64_t min, max;
     void (*set)(int);
 } push_number_t;
-static push_number_t push_attempts = {BANK_PUSH_ATTEMPTS_MAX, bank_push_set_attempts};
-static push_number_t push_timeout = {BANK_PUSH_TIMEOUT_MAX, bank_push_set_timeout};
+static push_number_t push_attempts = {1, BANK_PUSH_ATTEMPTS_MAX, bank_push_set_attempts};
+static push_number_t push_timeout = {1, BANK_PUSH_TIMEOUT_MAX, bank_push_set_timeout};
+static push_number_t push_spare_cpu = {0, 100, bank_push_set_spare_cpu};
 
 static const char *set_push_number(cmd_parms *cmd, void *cfg, const char *arg)
 {
@@ -618,7 +620,7 @@ static const char *set_push_number(cmd_parms *cmd, void *cfg, const char *arg)
     apr_int64_t v = 0;
 
     (void)cfg;
-    if (!err && !(err = parse_int(cmd, arg, 1, n->max, &v))) {
+    if (!err && !(err = parse_int(cmd, arg, n->min, n->max, &v))) {
         n->set((int)v);
     }
     return err;
@@ -690,6 +692,9 @@ const command_rec bank_cmds[] = {
                   "Calls per push message before it is marked failed (default 8, at most 100)"),
     AP_INIT_TAKE1("BankPushTimeout", set_push_number, &push_timeout, RSRC_CONF,
                   "Seconds an FCM or token call may take (default 10, at most 300)"),
+    AP_INIT_TAKE1("BankPushSpareCPU", set_push_number, &push_spare_cpu, RSRC_CONF,
+                  "Percent of CPU time that must be idle for the push sender to send at full "
+                  "speed; below it, a few messages at a time (default 10, 0: always full)"),
     AP_INIT_TAKE2("BankIdentityKey", bank_identity_set_key, NULL, RSRC_CONF,
                   "ID FILE: the key new identity data is encrypted with (owner-only file, "
                   "64 hex digits)"),

@@ -8,6 +8,8 @@
 #include <http_protocol.h>
 #include <http_request.h>
 #include <ap_mpm.h>
+#include <apr_global_mutex.h>
+#include <util_mutex.h>
 #include "mod_bank.h"
 #include "mod_bank_db.h"
 #include "bank_db_source.h"
@@ -425,4 +427,61 @@ int bank_db_failed(request_rec *r, bank_db_t *db, bank_db_rc rc, const char *wha
                   error ? error : "failed");
     /* A lost connection also lands here: the client hears 503 (retry) rather than 500. */
     return bank_db_transient(db, rc);
+}
+
+/* ---- turns across processes ---- */
+
+#define TURN_MUTEX "bank-webhook"
+static apr_global_mutex_t *turn = NULL; /* NULL: no turns (each process writes when it will) */
+
+int bank_db_turn_pre_config(apr_pool_t *pconf)
+{
+    return ap_mutex_register(pconf, TURN_MUTEX, NULL, APR_LOCK_DEFAULT, 0) == APR_SUCCESS
+               ? OK
+               : HTTP_INTERNAL_SERVER_ERROR;
+}
+
+int bank_db_turn_post_config(apr_pool_t *pconf, server_rec *s)
+{
+    turn = NULL;
+    /* ap_global_mutex_create logs its own failure (mechanism, file) */
+    return ap_global_mutex_create(&turn, NULL, TURN_MUTEX, NULL, s, pconf, 0) == APR_SUCCESS
+               ? OK
+               : HTTP_INTERNAL_SERVER_ERROR;
+}
+
+void bank_db_turn_child_init(apr_pool_t *pchild, server_rec *s)
+{
+    apr_status_t rv;
+
+    if (turn && (rv = apr_global_mutex_child_init(&turn, apr_global_mutex_lockfile(turn),
+                                                  pchild)) != APR_SUCCESS) {
+        ap_log_error(APLOG_MARK, APLOG_ERR, rv, s,
+                     BANKLOGNO(0709) "no %s mutex in this process; its writes do not take "
+                                     "turns with the other processes'",
+                     TURN_MUTEX);
+        turn = NULL;
+    }
+}
+
+apr_status_t bank_db_turn_take(apr_interval_time_t max, apr_interval_time_t *waited)
+{
+    apr_time_t start = apr_time_now();
+    apr_status_t rv;
+
+    *waited = 0;
+    if (!turn) {
+        return APR_ENOLOCK;
+    }
+    rv = apr_global_mutex_timedlock(turn, max);
+    if (rv == APR_ENOTIMPL) { /* a Mutex mechanism without timed waits */
+        rv = apr_global_mutex_lock(turn);
+    }
+    *waited = apr_time_now() - start;
+    return rv;
+}
+
+void bank_db_turn_give(void)
+{
+    apr_global_mutex_unlock(turn);
 }

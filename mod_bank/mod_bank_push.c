@@ -39,6 +39,10 @@ APLOG_USE_MODULE(bank);
 #define PUSH_TICK_BUDGET apr_time_from_sec(2)
 /* Rows pending longer than this with some always pending: /health says "backlog". */
 #define PUSH_BACKLOG_AGE 60
+/* How long the sender waits for the write turn on SQLite before it writes without it. */
+#define PUSH_TURN_WAIT apr_time_from_sec(1)
+/* How long the CPUs are watched for BankPushSpareCPU before the sender looks again. */
+#define PUSH_CPU_WINDOW apr_time_from_msec(500)
 
 static struct {
     int on;
@@ -49,6 +53,7 @@ static struct {
     int have_account;
     int attempts;
     int timeout;
+    int spare_cpu; /* percent; 0: always the full batch */
 } conf;
 
 /* Shared by the processes (made before the fork): the breaker, and when a sender last
@@ -65,12 +70,19 @@ static apr_time_t next_poll = 0;
 static apr_time_t next_count = 0;
 static bank_push_client_t *client = NULL;
 static apr_pool_t *sender_pool = NULL;
+/* The last reading of the CPUs' ticks, and whether they had room since the one before. */
+static struct {
+    apr_uint64_t total, idle;
+    apr_time_t at;
+    int room;
+} cpu;
 
 void bank_push_pre_config(void)
 {
     memset(&conf, 0, sizeof(conf));
     conf.attempts = BANK_PUSH_ATTEMPTS_DEFAULT;
     conf.timeout = BANK_PUSH_TIMEOUT_DEFAULT;
+    conf.spare_cpu = BANK_PUSH_SPARE_CPU_DEFAULT;
 }
 
 const char *bank_push_set_fcm(cmd_parms *cmd, const char *kind, const char *project,
@@ -129,6 +141,11 @@ void bank_push_set_timeout(int seconds)
     conf.timeout = seconds;
 }
 
+void bank_push_set_spare_cpu(int percent)
+{
+    conf.spare_cpu = percent;
+}
+
 int bank_push_check_config(apr_pool_t *pconf, server_rec *s)
 {
     (void)pconf;
@@ -185,21 +202,46 @@ static apr_interval_time_t lease_length(void)
     return apr_time_from_sec(2 * conf.timeout + 5);
 }
 
-/* Claims up to BANK_PUSH_BATCH due rows: their messages in *msgs, 0 when none. */
+/* On SQLite (one writer for the file) the sender's writes take the notices' commit turn
+ * (bank_db_turn_take); PostgreSQL writes rows apart: no turn. 1 if taken (give it back). */
+static int write_turn(server_rec *s, bank_db_t *db)
+{
+    apr_interval_time_t waited = 0;
+    apr_status_t rv;
+
+    if (bank_db_is_pgsql(db) || (rv = bank_db_turn_take(PUSH_TURN_WAIT, &waited)) == APR_ENOLOCK) {
+        return 0;
+    }
+    if (rv != APR_SUCCESS) {
+        ap_log_error(APLOG_MARK, APLOG_WARNING, rv, s,
+                     BANKLOGNO(1817) "push: no write turn after %" APR_TIME_T_FMT
+                                     " ms; writing without it",
+                     apr_time_as_msec(waited));
+        return 0;
+    }
+    return 1;
+}
+
+/* Claims up to max due rows: their messages in *msgs, 0 when none. */
 static int claim(server_rec *s, apr_pool_t *p, const char *lease, const char *until, apr_time_t now,
-                 bank_push_msg_t **msgs)
+                 int max, bank_push_msg_t **msgs)
 {
     apr_pool_t *conn = NULL;
     bank_db_t *db = bank_db_background(s, p, &conn);
     apr_array_header_t *rows = NULL;
     bank_db_rc rc;
+    int turn;
 
     if (!db) {
         ap_log_error(APLOG_MARK, APLOG_ERR, 0, s,
                      BANKLOGNO(1802) "push: no database connection (see mod_dbd's messages)");
         return 0;
     }
-    rc = bank_store_push_claim(db, lease, until, bank_time_iso(p, now), BANK_PUSH_BATCH, &rows);
+    turn = write_turn(s, db);
+    rc = bank_store_push_claim(db, lease, until, bank_time_iso(p, now), max, &rows);
+    if (turn) {
+        bank_db_turn_give();
+    }
     if (rc != BANK_DB_OK) {
         ap_log_error(APLOG_MARK, APLOG_ERR, 0, s, BANKLOGNO(1803) "push: claiming rows: %s",
                      bank_db_error(db));
@@ -311,6 +353,7 @@ static void settle(server_rec *s, apr_pool_t *p, settle_batch *b)
     apr_pool_t *conn = NULL;
     bank_db_t *db = bank_db_background(s, p, &conn);
     bank_db_rc rc;
+    int turn;
 
     if (!db) {
         ap_log_error(APLOG_MARK, APLOG_ERR, 0, s,
@@ -319,7 +362,12 @@ static void settle(server_rec *s, apr_pool_t *p, settle_batch *b)
                      b->n);
         return;
     }
-    if ((rc = bank_db_transaction(db, settle_all, b)) != BANK_DB_OK) {
+    turn = write_turn(s, db);
+    rc = bank_db_transaction(db, settle_all, b);
+    if (turn) {
+        bank_db_turn_give();
+    }
+    if (rc != BANK_DB_OK) {
         ap_log_error(APLOG_MARK, APLOG_ERR, 0, s,
                      BANKLOGNO(1807) "push: recording %d outcome(s): %s; sent again after the "
                                      "lease",
@@ -327,6 +375,46 @@ static void settle(server_rec *s, apr_pool_t *p, settle_batch *b)
         push_count(BANK_M_DB_ERRORS);
     }
     bank_db_give_back(&conn);
+}
+
+/* Whether the server's CPUs have room for a full round (BankPushSpareCPU): at least that
+ * share of their time idle since the previous reading, taken at most every PUSH_CPU_WINDOW.
+ * No reading (no /proc/stat) counts as room. The sender's calls cost the machine little of
+ * its own CPU, but each is a request FCM's side answers and, on a busy server, TLS and
+ * libcurl's work beside the webhook's: under a flood the webhook's answers come first and
+ * the outbox waits, its rows kept. */
+static int cpu_room(apr_pool_t *p)
+{
+    apr_time_t now = apr_time_now();
+    apr_file_t *f = NULL;
+    char buf[512];
+    apr_size_t len = sizeof(buf) - 1;
+    apr_uint64_t total = 0, idle = 0;
+    apr_status_t rv;
+
+    if (!conf.spare_cpu) {
+        return 1;
+    }
+    if (cpu.at && now - cpu.at < PUSH_CPU_WINDOW) {
+        return cpu.room;
+    }
+    if (apr_file_open(&f, "/proc/stat", APR_FOPEN_READ, APR_FPROT_OS_DEFAULT, p) != APR_SUCCESS) {
+        return 1;
+    }
+    rv = apr_file_read(f, buf, &len);
+    apr_file_close(f);
+    if (rv != APR_SUCCESS) {
+        return 1;
+    }
+    buf[len] = '\0';
+    if (!bank_push_cpu_ticks(buf, &total, &idle)) {
+        return 1;
+    }
+    cpu.room = !cpu.at || bank_push_cpu_spare(cpu.total, cpu.idle, total, idle, conf.spare_cpu);
+    cpu.total = total;
+    cpu.idle = idle;
+    cpu.at = now;
+    return cpu.room;
 }
 
 /* The pending rows, for the gauge and /health. */
@@ -347,9 +435,9 @@ static void count_backlog(server_rec *s, apr_pool_t *p)
     bank_db_give_back(&conn);
 }
 
-/* One round: claim, send, settle. The number of rows claimed (0: nothing was due, or the
- * breaker is open). */
-static int round_once(server_rec *s, apr_pool_t *p)
+/* One round of at most max messages: claim, send, settle. The number of rows claimed (0:
+ * nothing was due, or the breaker is open). */
+static int round_once(server_rec *s, apr_pool_t *p, int max)
 {
     bank_push_msg_t *msgs = NULL;
     bank_push_result_t *out;
@@ -362,7 +450,7 @@ static int round_once(server_rec *s, apr_pool_t *p)
         return 0; /* rows wait in the outbox; no thread waits on FCM */
     }
     until = bank_time_iso(p, now + lease_length());
-    if (!lease || (n = claim(s, p, lease, until, now, &msgs)) == 0) {
+    if (!lease || (n = claim(s, p, lease, until, now, max, &msgs)) == 0) {
         return 0;
     }
     out = apr_pcalloc(p, sizeof(*out) * (apr_size_t)n);
@@ -397,7 +485,7 @@ static apr_status_t sender_tick(int state, void *data, apr_pool_t *pool)
     server_rec *s = data;
     apr_time_t start = apr_time_now();
     apr_pool_t *p;
-    int n;
+    int n, room, max;
 
     if (state == AP_WATCHDOG_STATE_STARTING) {
         bank_push_conf_t c = {conf.project, conf.base_url, conf.timeout, &conf.account};
@@ -405,6 +493,7 @@ static apr_status_t sender_tick(int state, void *data, apr_pool_t *pool)
          * long as the thread (its allocator, its connections to FCM, the bearer). */
         (void)pool;
         apr_pool_create(&sender_pool, NULL);
+        cpu_room(sender_pool); /* the first reading: the first round's has one to compare */
         client = bank_push_client_create(sender_pool, &c);
         if (!client) {
             ap_log_error(APLOG_MARK, APLOG_CRIT, 0, s,
@@ -426,11 +515,16 @@ static apr_status_t sender_tick(int state, void *data, apr_pool_t *pool)
     }
     next_poll = start + PUSH_POLL;
     apr_pool_create(&p, sender_pool);
+    room = cpu_room(p);
+    max = room ? BANK_PUSH_BATCH : BANK_PUSH_BATCH_LEAN;
     do {
         apr_pool_clear(p);
-        n = round_once(s, p);
-    } while (n == BANK_PUSH_BATCH && apr_time_now() - start < PUSH_TICK_BUDGET);
-    if (n == BANK_PUSH_BATCH) {
+        n = round_once(s, p, max);
+    } while (room && n == max && apr_time_now() - start < PUSH_TICK_BUDGET);
+    if (!room && n > 0) {
+        push_count(BANK_M_PUSH_LEAN);
+    }
+    if (n == max) {
         bank_push_wake(); /* more is due: the next tick goes on */
     }
     apr_pool_clear(p);

@@ -88,44 +88,15 @@ static int check_signature(request_rec *r, const bank_dir_conf *conf, const char
  * TURN_WAIT (a commit stuck on a database that does not answer) commits without the turn. */
 #define BATCH_MAX 64
 #define TURN_WAIT apr_time_from_sec(1)
-#define TURN_MUTEX "bank-webhook"
 
 static struct {
-    apr_global_mutex_t *turn; /* NULL: no turns (each process commits when it will) */
     apr_thread_mutex_t *lock; /* guards by_server */
     apr_pool_t *pool;
     apr_hash_t *by_server; /* server_rec * -> bank_group_t * */
 } commits;
 
-int bank_webhook_pre_config(apr_pool_t *pconf)
-{
-    return ap_mutex_register(pconf, TURN_MUTEX, NULL, APR_LOCK_DEFAULT, 0) == APR_SUCCESS
-               ? OK
-               : HTTP_INTERNAL_SERVER_ERROR;
-}
-
-int bank_webhook_post_config(apr_pool_t *pconf, server_rec *s)
-{
-    commits.turn = NULL;
-    /* ap_global_mutex_create logs its own failure (mechanism, file) */
-    return ap_global_mutex_create(&commits.turn, NULL, TURN_MUTEX, NULL, s, pconf, 0) == APR_SUCCESS
-               ? OK
-               : HTTP_INTERNAL_SERVER_ERROR;
-}
-
 void bank_webhook_child_init(apr_pool_t *pchild, server_rec *s)
 {
-    apr_status_t rv;
-
-    if (commits.turn &&
-        (rv = apr_global_mutex_child_init(&commits.turn, apr_global_mutex_lockfile(commits.turn),
-                                          pchild)) != APR_SUCCESS) {
-        ap_log_error(APLOG_MARK, APLOG_ERR, rv, s,
-                     BANKLOGNO(0709) "payment notices: no %s mutex in this process; its commits "
-                                     "do not take turns with the other processes'",
-                     TURN_MUTEX);
-        commits.turn = NULL;
-    }
     commits.pool = pchild;
     commits.by_server = apr_hash_make(pchild);
     if (apr_thread_mutex_create(&commits.lock, APR_THREAD_MUTEX_DEFAULT, pchild) != APR_SUCCESS) {
@@ -164,38 +135,33 @@ static int group_failed(void *baton, bank_db_t *db, bank_db_rc rc, const char *w
     return bank_db_failed(baton, db, rc, what);
 }
 
-/* Waits for the server's commit turn (at most TURN_WAIT); 1 if taken (release it), 0 if the
- * commit goes ahead without it. */
+/* The group commit's: 1 if the turn was taken, 0 if the commit goes ahead without it. */
 static int take_turn(void *baton)
 {
     request_rec *r = baton;
-    apr_time_t start = apr_time_now();
-    apr_status_t rv;
+    apr_interval_time_t waited = 0;
+    apr_status_t rv = bank_db_turn_take(TURN_WAIT, &waited);
 
-    if (!commits.turn) {
-        return 0;
-    }
-    rv = apr_global_mutex_timedlock(commits.turn, TURN_WAIT);
-    if (rv == APR_ENOTIMPL) { /* a Mutex mechanism without timed waits */
-        rv = apr_global_mutex_lock(commits.turn);
+    if (rv == APR_ENOLOCK) {
+        return 0; /* no turns in this process (logged at its start) */
     }
     if (rv != APR_SUCCESS) {
         ap_log_rerror(APLOG_MARK, APLOG_WARNING, rv, r,
                       BANKLOGNO(0710) "payment notices: no commit turn after %" APR_TIME_T_FMT
                                       " ms; committing without it",
-                      apr_time_as_msec(apr_time_now() - start));
+                      apr_time_as_msec(waited));
         return 0;
     }
     ap_log_rerror(APLOG_MARK, APLOG_DEBUG, 0, r,
                   BANKLOGNO(0711) "payment notices: commit turn taken after %" APR_TIME_T_FMT " us",
-                  apr_time_now() - start);
+                  waited);
     return 1;
 }
 
 static void give_turn(void *baton)
 {
     (void)baton;
-    apr_global_mutex_unlock(commits.turn);
+    bank_db_turn_give();
 }
 
 static const bank_group_host group_host = {group_connect, take_turn, give_turn, group_failed};

@@ -42,6 +42,8 @@ my @good = (
     ["BankPushCredentials " . sa_file('sa-local.json', 0600,
         { %sa, token_uri => 'http://127.0.0.1:9/token' }), 'a token_uri on loopback'],
     ['BankPushAttempts 5', 'BankPushAttempts alone (push off)'],
+    ["BankPush fcm p\nBankPushCredentials $ok_file\nBankPushSpareCPU 0", 'BankPushSpareCPU 0 (never held back)'],
+    ["BankPush fcm p\nBankPushCredentials $ok_file\nBankPushSpareCPU 100", 'BankPushSpareCPU 100'],
 );
 for my $g (@good) {
     my ($conf, $why) = @$g;
@@ -75,6 +77,10 @@ my @bad = (
     ['BankPushAttempts x',   'BankPushAttempts', 'not a number'],
     ['BankPushTimeout 0',    'BankPushTimeout',  'a zero timeout'],
     ['BankPushTimeout 301',  'BankPushTimeout',  'over 300 seconds'],
+    ['BankPushSpareCPU -1',  'BankPushSpareCPU', 'a negative share'],
+    ['BankPushSpareCPU 101', 'BankPushSpareCPU', 'over 100 percent'],
+    ['BankPushSpareCPU 10%', 'BankPushSpareCPU', 'a percent sign'],
+    ["<Location /x>\nBankPushSpareCPU 5\n</Location>", 'BankPushSpareCPU', 'BankPushSpareCPU inside <Location>'],
     ["<Location /x>\nBankPushAttempts 3\n</Location>", 'BankPushAttempts', 'inside <Location>'],
     ["<VirtualHost 127.0.0.1:1>\nBankPush fcm p\n</VirtualHost>", 'BankPush',
         'inside <VirtualHost>'],

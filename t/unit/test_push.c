@@ -221,6 +221,34 @@ static void test_backoff(void)
           11);
 }
 
+static void test_cpu(void)
+{
+    apr_uint64_t t = 0, i = 0;
+
+    /* user nice system idle iowait irq softirq steal guest guest_nice */
+    CHECK(bank_push_cpu_ticks("cpu  100 5 50 800 40 3 2 0 7 0\ncpu0 50 2 25 400 20 1 1 0 3 0\n", &t,
+                              &i));
+    CHECK(t == 1000 && i == 840);
+    CHECK(bank_push_cpu_ticks("cpu 10 0 10 80\n", &t, &i)); /* a kernel without iowait */
+    CHECK(t == 100 && i == 80);
+    CHECK(!bank_push_cpu_ticks("cpu0 10 0 10 80\n", &t, &i)); /* one CPU's line, not all */
+    CHECK(!bank_push_cpu_ticks("cpu 10 0\n", &t, &i));        /* too short */
+    CHECK(!bank_push_cpu_ticks("intr 1 2 3\n", &t, &i));
+    CHECK(!bank_push_cpu_ticks("", &t, &i));
+    CHECK(!bank_push_cpu_ticks("cpu  99999999999999999999999 0 0 0\n", &t, &i)); /* overflow */
+
+    CHECK(bank_push_cpu_spare(1000, 800, 2000, 1300, 10));   /* 50% idle */
+    CHECK(bank_push_cpu_spare(1000, 800, 2000, 900, 10));    /* 10% idle: the bound itself */
+    CHECK(!bank_push_cpu_spare(1000, 800, 2000, 899, 10));   /* 9.9% */
+    CHECK(!bank_push_cpu_spare(1000, 800, 2000, 800, 1));    /* none idle */
+    CHECK(bank_push_cpu_spare(1000, 800, 2000, 800, 0));     /* 0: always room */
+    CHECK(!bank_push_cpu_spare(1000, 800, 2000, 1799, 100)); /* 100: only all idle */
+    CHECK(bank_push_cpu_spare(1000, 800, 2000, 1800, 100));
+    CHECK(bank_push_cpu_spare(1000, 800, 1000, 800, 10)); /* no tick passed: no reading */
+    CHECK(bank_push_cpu_spare(1000, 800, 900, 700, 10));  /* counters went back */
+    CHECK(bank_push_cpu_spare(1000, 800, 1100, 950, 10)); /* idle beyond all: no reading */
+}
+
 /* ---- the client against t/fake/fcm.py ---- */
 
 typedef struct {
@@ -323,5 +351,6 @@ static void run_tests(apr_pool_t *p)
     test_body(p);
     test_judge(p);
     test_backoff();
+    test_cpu();
     test_client(p);
 }

@@ -183,6 +183,66 @@ static void test_claims(bank_db_t *db)
                                     c.id)) == 1);
 }
 
+/* The round's sent messages in one statement: every row the lease still holds (the others
+ * settled one by one first), none of another lease, none after the lease moved on. */
+static void test_sent(bank_db_t *db)
+{
+    apr_pool_t *p = bank_db_pool(db);
+    const char *pre = apr_psprintf(p, "SENT-%d-%d-", getpid(), ++seq), *wallet, *state;
+    const char *later = "2000-01-01T00:30:00.000Z", *until = "2000-01-01T00:40:00.000Z";
+    apr_array_header_t *a = NULL, *b = NULL;
+    bank_notice_put_t *put;
+    bank_customer_t c;
+    const bank_push_msg_t *d;
+    int i, settled = 0, marked = -1;
+
+    wallet = customer_with_devices(db, pre, &c);
+    for (i = 0; i < 2; i++) { /* two notices: four rows */
+        put = put_of(db, apr_psprintf(p, "%s%d", pre, i), wallet);
+        CHECK(bank_store_notice_put(db, put) == BANK_DB_OK && put->added);
+    }
+    CHECK(bank_store_push_claim(db, "lease-s", until, later, 3, &a) == BANK_DB_OK);
+    CHECK(ours(a, pre) == 3);
+    /* one of the round failed: settled on its own, before the round's sent ones */
+    d = first_ours(a, pre);
+    if (!d || ours(a, pre) != 3) {
+        return;
+    }
+    CHECK(bank_store_push_settle(db, d->id, "lease-s", "failed", later, later, "HTTP 400",
+                                 &settled) == BANK_DB_OK &&
+          settled == 1);
+    /* the fourth row, claimed by another sender, is not this round's */
+    CHECK(bank_store_push_claim(db, "lease-t", until, later, 100, &b) == BANK_DB_OK);
+    CHECK(ours(b, pre) == 1);
+    CHECK(bank_store_push_sent(db, "lease-s", until, later, &marked) == BANK_DB_OK && marked == 2);
+    for (i = 0; i < a->nelts; i++) {
+        const bank_push_msg_t *m = &APR_ARRAY_IDX(a, i, bank_push_msg_t);
+        if (strncmp(m->reference, pre, strlen(pre)) != 0) {
+            continue;
+        }
+        state = NULL;
+        CHECK(bank_db_query_value(db,
+                                  apr_psprintf(p,
+                                               "SELECT state || ' ' || attempts || ' ' || "
+                                               "COALESCE(lease, '-') FROM push_outbox WHERE id = "
+                                               "%" APR_INT64_T_FMT,
+                                               m->id),
+                                  &state) == 0);
+        CHECK(state && strcmp(state, m->id == d->id ? "failed 1 -" : "sent 1 -") == 0);
+    }
+    /* again: nothing left under that lease */
+    CHECK(bank_store_push_sent(db, "lease-s", until, later, &marked) == BANK_DB_OK && marked == 0);
+    /* the other lease's row, after its lease ended and a third sender took it: the late
+     * "sent" of the second counts nothing */
+    CHECK(bank_store_push_claim(db, "lease-u", "2000-01-01T00:50:00.000Z", until, 100, &b) ==
+          BANK_DB_OK);
+    CHECK(ours(b, pre) == 1);
+    CHECK(bank_store_push_sent(db, "lease-t", until, later, &marked) == BANK_DB_OK && marked == 0);
+    CHECK(bank_store_push_sent(db, "lease-u", "2000-01-01T00:50:00.000Z", until, &marked) ==
+              BANK_DB_OK &&
+          marked == 1);
+}
+
 /* PostgreSQL: a row another transaction is claiming is passed over, not waited for. */
 static void test_skip_locked(bank_db_t *db)
 {
@@ -222,6 +282,7 @@ static void all(bank_db_t *db)
 {
     test_outbox(db);
     test_claims(db);
+    test_sent(db);
     if (bank_db_is_pgsql(db)) {
         test_skip_locked(db);
     }
