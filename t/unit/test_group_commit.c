@@ -250,6 +250,19 @@ static void refuse(bank_db_t *db, int on)
     }
 }
 
+/* A new run's references: refs[refused] one the database refuses (refuse on), the others
+ * kind-<i>. */
+static void refused_batch(bank_db_t *db, const char **refs, int n, int refused, const char *kind)
+{
+    int i;
+
+    seq++;
+    refuse(db, 1);
+    for (i = 0; i < n; i++) {
+        refs[i] = ref(bank_db_pool(db), i == refused ? "REFUSED" : kind, i);
+    }
+}
+
 /* One notice the database refuses: the batch fails whole, then each notice is tried alone;
  * only the refused one fails (not worth retrying) and the others are stored. */
 static void test_fallback(bank_db_t *db)
@@ -260,11 +273,7 @@ static void test_fallback(bank_db_t *db)
     worker_t w[6];
     host_t h = {0};
 
-    seq++;
-    refuse(db, 1);
-    for (i = 0; i < 6; i++) {
-        refs[i] = ref(p, i == 3 ? "REFUSED" : "FALLBACK", i);
-    }
+    refused_batch(db, refs, 6, 3, "FALLBACK");
     h.expect = 6;
     run(p, &h, w, 6, refs);
     CHECK(h.connects == 1);
@@ -314,11 +323,7 @@ static void test_behind_failure(bank_db_t *db)
     worker_t w[4];
     host_t h = {0};
 
-    seq++;
-    refuse(db, 1);
-    for (i = 0; i < 4; i++) {
-        refs[i] = ref(p, i == 0 ? "REFUSED" : "BEHIND", i);
-    }
+    refused_batch(db, refs, 4, 0, "BEHIND");
     h.hold_failed = 3;
     run_behind(p, &h, w, 4, refs, 1);
     CHECK(h.connects == 1 && h.turns == 1 && h.reports == 1);
