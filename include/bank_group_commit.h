@@ -9,8 +9,12 @@
  * the transaction holding its notice has ended; if it failed, every notice in it has the
  * failure, none is stored. A batch that failed on a healthy connection (a statement refused,
  * not the database busy or gone) is tried again one notice per transaction, so a notice the
- * database refuses fails alone. A key twice in one batch is written once, the second a
- * repeat (added 0), as across batches.
+ * database refuses fails alone. A batch the database did not take for a reason worth
+ * retrying (busy, gone, a commit that waited past the bound for a standby) fails the notices
+ * queued behind it too, at once and worth retrying, rather than starting another commit that
+ * would wait as long; until a commit is taken again, a notice that arrives while the next one
+ * runs fails the same way at once (one commit at a time tries the database). A key twice in one
+ * batch is written once, the second a repeat (added 0), as across batches.
  *
  * Everything that must commit together with the notices goes in bank_group_store, the one
  * place the notices' transaction is written. */

@@ -16,6 +16,7 @@ struct bank_group_s {
     int queued;
     int running; /* a commit is running */
     int batch_max;
+    bank_db_rc failed; /* the last commit: BANK_DB_OK, or how the database did not take it */
 };
 
 bank_group_t *bank_group_create(apr_pool_t *p, int batch_max, const char **err)
@@ -97,6 +98,40 @@ static void commit_batch(const bank_group_host *host, void *baton, apr_pool_t *p
     }
 }
 
+/* 1 if the database took none of the batch and trying again later may work (busy, gone, a
+ * commit that waited past the bound for a standby): the database is not committing now. */
+static int unavailable(bank_group_item_t **batch, int count)
+{
+    int i;
+
+    for (i = 0; i < count; i++) {
+        if (batch[i]->rc == BANK_DB_OK || !batch[i]->retry) {
+            return 0;
+        }
+    }
+    return 1;
+}
+
+/* Every notice queued behind a commit the database did not take fails as that one did, worth
+ * retrying, at once: another commit would wait as long (a standby gone, a lock held), and
+ * each one waiting holds an httpd thread, so a queue of them would answer only after several
+ * bounds and use up the threads the other requests need. Until a commit is taken again, one
+ * commit at a time tries (the next leader's), and what arrives while it runs fails at once
+ * the same way. With g->lock held. */
+static void fail_queued(bank_group_t *g, bank_db_rc rc)
+{
+    while (g->head) {
+        bank_group_item_t *x = g->head;
+        g->head = x->next;
+        g->queued--;
+        x->rc = rc;
+        x->retry = 1;
+        x->done = 1;
+        apr_thread_cond_signal(x->wake);
+    }
+    g->tail = NULL;
+}
+
 void bank_group_commit(bank_group_t *g, bank_group_item_t *q, const bank_group_host *host,
                        void *baton, apr_pool_t *p)
 {
@@ -110,6 +145,14 @@ void bank_group_commit(bank_group_t *g, bank_group_item_t *q, const bank_group_h
     }
     batch = apr_palloc(p, sizeof(*batch) * (apr_size_t)g->batch_max);
     apr_thread_mutex_lock(g->lock);
+    if (g->running && g->failed != BANK_DB_OK) {
+        /* the last commit was not taken and the one running tries again: no other waits */
+        q->rc = g->failed;
+        q->retry = 1;
+        q->done = 1;
+        apr_thread_mutex_unlock(g->lock);
+        return;
+    }
     if (g->tail) {
         g->tail->next = q;
     } else {
@@ -149,6 +192,10 @@ void bank_group_commit(bank_group_t *g, bank_group_item_t *q, const bank_group_h
             if (batch[i] != q) {
                 apr_thread_cond_signal(batch[i]->wake);
             }
+        }
+        g->failed = count > 0 && unavailable(batch, count) ? batch[0]->rc : BANK_DB_OK;
+        if (g->failed != BANK_DB_OK) {
+            fail_queued(g, g->failed);
         }
         if (g->head) {
             apr_thread_cond_signal(g->head->wake); /* the next commit */

@@ -36,9 +36,9 @@ sub calls {
       ? $1 : die "no bank_idp_calls_total for $outcome";
 }
 
-# --- a wrong base URL: 503, nothing counted -------------------------------------------------
+# --- a wrong base URL, a request the provider calls malformed: 503, nothing counted --------
 for my $case (['wrongpath', 'the fake provider\'s own 404 (no such endpoint)'],
-    ['nowhere', 'httpd\'s HTML 404 page']) {
+    ['nowhere', 'httpd\'s HTML 404 page'], ['e400', 'the provider\'s 400 "malformed request"']) {
     my ($loc, $what) = @$case;
     my $v      = verifiable(no_record => 1);
     my $before = calls('unavailable');
@@ -59,6 +59,8 @@ for my $case (['wrongpath', 'the fake provider\'s own 404 (no such endpoint)'],
 }
 like(error_log_since($mark), qr/BANK1008: identity provider dojah at \S+\/fake\/ok\/v0 unavailable: the provider answered HTTP 404 without saying "BVN not found"/,
     'the wrong base URL is logged (BANK1008) with the status');
+like(error_log_since($mark), qr/BANK1008: identity provider dojah at \S+\/fake\/e400 unavailable: the provider answered HTTP 400 without saying "BVN not found"/,
+    'the malformed request is logged (BANK1008) with the status');
 
 # --- a clear "BVN not found" is still a mismatch, counted --------------------------------------
 {

@@ -3,7 +3,8 @@
 # here, PostgreSQL under `make test DB=pgsql` and, on SQLite, with its database section
 # replaced by the block marked docs-test: deployment-sqlite-db. Only the placeholders the
 # document lists are replaced (port, directories, mod_bank.so, DBDParams, the partner's
-# addresses). The server must pass apache2 -t, start, answer every endpoint over TLS, and log
+# addresses). The server must pass apache2 -t, start, answer every endpoint over TLS, refuse
+# an HTTP/0.9 request inside TLS with 400 (HttpProtocolOptions Require1.0), and log
 # nothing at warn or worse at start-up or after a graceful restart.
 use strict;
 use warnings FATAL => 'all';
@@ -101,6 +102,7 @@ $h->start($what) or BAIL_OUT("$what: the production configuration does not serve
 my %keys = (client_key => $client_key, webhook_secret => $secret, hmac_key => $hmac_key,
     hmac_header => $sig_header);
 exercise($h->base, $what, %keys);
+Bank::Test::http09_refused("127.0.0.1:$port", "$what over TLS", tls => 1);
 sleep 1;
 is(join("\n", bad_log_lines($h->log_since(0))), '', "$what: nothing at warn or worse after a start");
 

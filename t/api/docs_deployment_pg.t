@@ -5,7 +5,8 @@
 # sslmode=verify-full and the CA); /etc/mod_bank with the modes section 2 prints (0750
 # root:www-data, pgpass www-data 0600, the CA 0644, the partner's key root 0600); the
 # production httpd.conf with its DBDParams as written, only the host list and port, the
-# directories and the port of httpd replaced; bankctl check; every endpoint over TLS.
+# directories and the port of httpd replaced; bankctl check; every endpoint over TLS; an
+# HTTP/0.9 request inside TLS refused with 400.
 use strict;
 use warnings FATAL => 'all';
 use Apache::Test qw(-withtestmore);
@@ -130,6 +131,7 @@ local $ENV{BANK_CTL} = "PGPASSWORD='change-me-owner' BANK_SQL_DIR=$work/sql $wor
   . "--keys '$etc/identity-keys.conf'";
 exercise($h->base, 'TLS PostgreSQL', client_key => $client_key, webhook_secret => $secret,
     hmac_key => 'partner-hmac-key-2026', hmac_header => $sig_header);
+Bank::Test::http09_refused("127.0.0.1:$port", 'TLS PostgreSQL', tls => 1);
 sleep 1;
 is(join("\n", bad_log_lines($h->log_since(0))), '', 'nothing at warn or worse');
 $h->stop;

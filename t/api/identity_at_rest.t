@@ -1,7 +1,8 @@
 # Identity data encrypted at rest (docs/security.md): after onboarding through the records
 # table and through an identity provider, the database file, its WAL and shared memory
-# (SQLite) or pg_dump's output (PostgreSQL) hold none of the BVNs, dates of birth or the
-# record's phone in any encoding tried; a value copied into another row or column does not
+# (SQLite) or pg_dump's output and the cluster's table files and WAL (PostgreSQL) hold none of
+# the BVNs, dates of birth, the record's phone or the names a provider answered with, in any
+# encoding tried; a value copied into another row or column does not
 # decrypt: the answer is 500 E_INTERNAL with the reason logged, never the other row's data.
 use strict;
 use warnings FATAL => 'all';
@@ -86,11 +87,25 @@ like(bankctl('bvn', 'show', '--bvn', $pv->{bvn}), qr/"dateOfBirth":"1948-02-17".
     'the provider\'s match is kept (bankctl bvn show decrypts it)');
 push @secrets, [bvn => $pv->{bvn}], map { [dob => $_] } date_forms('1948-02-17');
 
+# One through a provider that answers with the names it holds (Prembly), in a spelling of its
+# own: the names kept are the provider's, so they are searched for as it wrote them (the
+# customer's own spelling is in the customer row, in clear, as registered).
+my $nv = verifiable(no_record => 1, dob => '1953-06-21', first => 'Zebulon', last => 'Quaxworth');
+open $f, '>', "$root/fake-ids/$nv->{bvn}" or die "fake-ids: $!";
+print $f "zEBULON||qUAXWORTH|1953-06-21\n";
+close $f;
+$res = bvn_post($nv, path => '/prembly/onboarding/bvn');
+is($res->code, 200, 'onboarding through a provider that answers with its names') or diag($res->content);
+like(bankctl('bvn', 'show', '--bvn', $nv->{bvn}), qr/"firstName":"zEBULON".*"lastName":"qUAXWORTH"/,
+    'the provider\'s names are kept as it wrote them (bankctl bvn show decrypts them)');
+push @secrets, [bvn => $nv->{bvn}], [first_name => 'zEBULON'], [last_name => 'qUAXWORTH'],
+  map { [dob => $_] } date_forms('1953-06-21');
+
 my $bytes = database_bytes();
 ok(scalar keys %$bytes, 'database files read: ' . join(', ', sort keys %$bytes));
 
 # PostgreSQL: the cluster's own files too (table files and the WAL, which holds every write
-# since the last checkpoint), for the values as written (that is how PostgreSQL stores text).
+# since the last checkpoint), for every value in every encoding, in one pass per file.
 if ($ENV{BANK_DBDRIVER} eq 'pgsql') {
     my @files;
     my @dirs = ("$ENV{BANK_PG_DIR}/data/base", "$ENV{BANK_PG_DIR}/data/pg_wal");
@@ -100,16 +115,32 @@ if ($ENV{BANK_DBDRIVER} eq 'pgsql') {
             -d "$d/$e" ? push(@dirs, "$d/$e") : push(@files, "$d/$e");
         }
     }
-    my @found;
+    my %of;
+    for my $s (@secrets) {
+        $of{$_} //= "$s->[0] $s->[1]" for encodings($s->[1]);
+    }
+    my $any = join '|', map { quotemeta } sort { length $b <=> length $a } keys %of;
+    my (@found, $wal);
     for my $f (@files) {
         open my $fh, '<:raw', $f or next;
         my $data = do { local $/; <$fh> };
-        for my $s (grep { $_->[0] ne 'dob' || $_->[1] =~ /^\d{4}-/ } @secrets) {
-            push @found, "$s->[1] in $f" if index($data, $s->[1]) >= 0;
+        $wal++ if $f =~ m{/pg_wal/[0-9A-F]{24}$};
+        while ($data =~ /($any)/g) {
+            push @found, "$of{$1} (as $1) in $f";
         }
     }
     ok(@files > 10, scalar(@files) . ' files of the cluster read (table files, WAL)');
-    is_deeply(\@found, [], 'no BVN, ISO date of birth or phone in them');
+    ok($wal, "WAL segments among them ($wal)");
+    is_deeply(\@found, [], 'no BVN, date of birth, phone or provider\'s name in them, in any'
+          . ' encoding (' . keys(%of) . ' strings)');
+    # The same search finds what is there: a customer's e-mail, stored in clear.
+    my $control = 0;
+    for my $f (@files) {
+        open my $fh, '<:raw', $f or next;
+        my $data = do { local $/; <$fh> };
+        $control++ if index($data, $v[0]{c}{email}) >= 0;
+    }
+    ok($control, "control: a customer's e-mail is found in the cluster's files ($control)");
 }
 for my $s (@secrets) {
     my ($what, $text) = @$s;

@@ -5,13 +5,15 @@
 # old primary rebuilt as the new one's standby, then a crash (the primary's postmaster
 # killed with SIGKILL) and a promotion. Each time: every acknowledged notice is on the new
 # primary; the gap answers only 503 E_UNAVAILABLE with Retry-After, never a hang, a 500 or a
-# reset connection; from 5 s after the promotion every answer is 200 on both servers, with
-# no restart; afterwards every endpoint answers 200 on both.
+# reset connection, and none slower than BankDatabaseTimeout allows; from 5 s after the
+# promotion every answer is 200 on every httpd process of both servers (their access log
+# names the process of each answer), with no restart; afterwards every endpoint answers 200
+# on both.
 use strict;
 use warnings FATAL => 'all';
 use Apache::Test qw(-withtestmore);
 use Time::HiRes ();
-use Bank::Test;
+use Bank::Test qw(:DEFAULT slurp);
 use Bank::Servers qw(require_pgsql);
 use Bank::Webhook;
 use Bank::SignIn;
@@ -32,7 +34,17 @@ my $token = $ha->bankctl_ok('token', 'issue', '--email', $email);
 $ha->bankctl_ok('bvn', 'add', '--bvn', '22299900011', '--dob', '1990-04-12', '--first', 'Ada',
     '--last', 'Obi');
 
-my @servers = $ha->servers(2);
+# The servers' BankDatabaseTimeout (the default): an answer that needs the database comes
+# within about it plus 1.5 s (docs/configuration.md); $SLACK for a loaded machine.
+my $BOUND = 5;
+my $SLACK = 2.5;
+# Each answer's start (ms), the server's port, the httpd process and the status.
+my $pids_log = "$ENV{BANK_TEST_ROOT}/ha/pids_log";
+my @servers  = $ha->servers(2, extra => <<"CONF");
+BankDatabaseTimeout $BOUND
+LogFormat "%{begin:msec}t %{local}p %P %>s" bank_pids
+CustomLog "$pids_log" bank_pids
+CONF
 is($_->request(GET => '/misc/payment_banks', headers => { Authorization => "Bearer $token" })
       ->code, 200, 'a server on the multi-host conninfo answers')
   for @servers;
@@ -46,6 +58,7 @@ sub through {
     my $t_event = Time::HiRes::time();
     my $t_promoted = $event->();
     Time::HiRes::sleep($o{after} // 8);
+    my $t_stop = Time::HiRes::time();
     my @a = $ha->stop_load($load);
 
     my @before = grep { $_->{end} < $t_event } @a;
@@ -61,6 +74,7 @@ sub through {
           . ' answers from 5 s after the promotion',
         $name, scalar @a, scalar @before, scalar @gap, $t_promoted - $t_event, $last_gap // 0,
         $slowest, scalar @late);
+    cmp_ok($slowest, '<=', $BOUND + $SLACK, "$name: the slowest answer within the bound");
     ok(@before > 20, "$name: the loops ran before it (" . @before . ' answers)');
     is(scalar(grep { $_->{status} != 200 } @before), 0, "$name: all 200 before it");
     is(scalar @bad, 0, "$name: every other answer is 503 E_UNAVAILABLE with Retry-After")
@@ -71,6 +85,27 @@ sub through {
     for my $s (0, 1) {
         ok(scalar(grep { $_->{server} == $s && $_->{status} == 200 } @late),
             "$name: server " . ($s + 1) . ' answered 200 after the promotion');
+    }
+
+    # Every httpd process of each server that answered from 5 s after the promotion on
+    # answered only 200, and each server answered from more than one process: none kept a
+    # dead connection or a stale state of its own.
+    my (%seen, %not_ok);
+    for (split /\n/, slurp($pids_log)) {
+        my ($ms, $port, $pid, $status) = split / /;
+        next if $ms / 1000 < $t_promoted + 5 || $ms / 1000 > $t_stop;
+        $seen{$port}{$pid}++;
+        $not_ok{$port}{$pid}++ if $status != 200;
+    }
+    for my $i (0, 1) {
+        my $port = $servers[$i]->port;
+        my @pids = sort keys %{ $seen{$port} // {} };
+        diag(sprintf '%s, server %d: answers from 5 s after the promotion by processes %s',
+            $name, $i + 1, join(', ', map { "$_ ($seen{$port}{$_})" } @pids));
+        cmp_ok(scalar @pids, '>', 1, "$name, server " . ($i + 1)
+              . ': more than one httpd process answered from 5 s after the promotion');
+        is(join(' ', grep { $not_ok{$port}{$_} } @pids), '', "$name, server " . ($i + 1)
+              . ': every one of them answered 200 only');
     }
 
     # Every notice answered 200 is on the new primary.

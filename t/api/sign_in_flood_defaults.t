@@ -1,31 +1,44 @@
 # A sign-in flood against the default verification bound (docs/configuration.md,
-# BankPasswordVerifyConcurrency): with the processes and threads the dev server ships
-# (conf/dev-httpd.conf.in: 4 processes of 16 threads) and the defaults derived from them and
-# from the CPUs, a sign-in among 64, 200 or 1,000 concurrent ones is answered within 2 s, or
-# refused with 503 and Retry-After; the flood's own sign-ins too. Nothing waits 20 s.
+# BankPasswordVerifyConcurrency): with the processes and threads the dev server ships (its
+# MPM lines, read from conf/dev-httpd.conf.in, the same as packaging/deb/site.conf and
+# docs/deployment.md) and the defaults derived from them and from the CPUs, a sign-in among
+# 64, 200 or 1,000 concurrent ones is answered within 2 s, or refused with 503 and
+# Retry-After; the flood's own sign-ins too. Nothing waits 20 s.
 use strict;
 use warnings FATAL => 'all';
 use Apache::Test qw(-withtestmore);
-use Bank::Test;
+use Cwd qw(getcwd);
+use Bank::Test qw(:DEFAULT slurp);
 use Bank::Flood qw(flood);
 use Bank::SignIn qw(hash_majority);
 use Bank::Servers qw(start_server);
 
 chomp(my $cpus = `nproc`);
 $cpus ||= 1;
-# The dev server's MPM settings, and the server-wide bound and the wait at their defaults
-# (the CPU count and 1000 ms: the suite's own configuration sets 1 and 20000);
+# The dev server's MPM settings as shipped, and the server-wide bound and the wait at their
+# defaults (the CPU count and 1000 ms: the suite's own configuration sets 1 and 20000);
 # /plain/sign_in sets no bound of its own.
-my $two = start_server(extra => <<"CONF");
-StartServers 2
-ServerLimit 4
-ThreadsPerChild 16
-MaxRequestWorkers 64
-MinSpareThreads 25
-MaxSpareThreads 75
+my $mpm_names = qr/StartServers|ServerLimit|ThreadLimit|ThreadsPerChild|MaxRequestWorkers|MinSpareThreads|MaxSpareThreads|AsyncRequestWorkerFactor/;
+my @mpm       = slurp(getcwd() . '/conf/dev-httpd.conf.in') =~ /^((?:$mpm_names)\s+\d+)\s*$/mg;
+my %mpm       = map { split ' ' } @mpm;
+cmp_ok($mpm{ThreadsPerChild} // 0, '>=', 256, 'the shipped MPM settings read: ' . join('; ', @mpm));
+my $two = start_server(extra => join("\n", @mpm, <<"CONF"));
 BankPasswordVerifyServerConcurrency $cpus
 BankPasswordVerifyMaxWait 1000
 CONF
+# The settings are in effect: StartServers processes, each with its ThreadsPerChild request
+# threads (the parent's other child, mod_cgid's daemon, has one).
+{
+    chomp(my $ppid = slurp($two->{pidfile}));
+    my @threads;
+    for (1 .. 50) {    # the processes start their threads within a moment of the first answer
+        @threads = map { scalar(() = glob("/proc/$_/task/*")) } split ' ', `ps -o pid= --ppid $ppid`;
+        last if grep({ $_ >= $mpm{ThreadsPerChild} } @threads) == $mpm{StartServers};
+        select undef, undef, undef, 0.1;
+    }
+    is(scalar(grep { $_ >= $mpm{ThreadsPerChild} } @threads), $mpm{StartServers},
+        "$mpm{StartServers} processes of at least $mpm{ThreadsPerChild} threads (threads: @threads)");
+}
 my $c   = new_customer();
 my $tag = unique();
 

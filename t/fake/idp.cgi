@@ -4,8 +4,8 @@
 # (POST .../verification/bvn), as their public documentation describes them.
 # The path's first segment picks the behaviour: ok (judges the request against the
 # identities the tests wrote to $FAKE_IDP_DIR/fake-ids/<bvn>: "first|middle|last|YYYY-MM-DD"),
-# e500, slow (3 s, then as ok), waitN (N ms, then as ok), malformed, oversized (1 MiB),
-# brk (always 500).
+# e500, e400 (400 "malformed request"), slow (3 s, then as ok), waitN (N ms, then as ok),
+# malformed, oversized (1 MiB), brk (always 500).
 # Every call appends "<mode> <dialect>" to $FAKE_IDP_DIR/fake-hits. Nothing goes to stderr.
 use strict;
 use warnings;
@@ -35,6 +35,7 @@ my $dialect = $rest eq '/api/v1/kyc/bvn/full' && $method eq 'GET' ? 'dojah'
 if (open my $h, '>>', "$dir/fake-hits") { print $h "$mode $dialect\n"; close $h }
 
 reply(500, { error => 'internal error' }) if $mode eq 'e500' || $mode eq 'brk';
+reply(400, { error => 'malformed request' }) if $mode eq 'e400';
 sleep 3 if $mode eq 'slow';
 select undef, undef, undef, $1 / 1000 if $mode =~ /^wait(\d+)$/;
 reply(200, '{"entity": {"bvn": ') if $mode eq 'malformed';

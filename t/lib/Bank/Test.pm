@@ -61,11 +61,19 @@ sub raw {
 }
 
 # An HTTP/0.9 request (a request line without a version) sent to host:port over a raw
-# socket: tests that httpd refused it (HttpProtocolOptions Require1.0) with a status line,
-# headers and no bank list, rather than answering the bare body HTTP/0.9 gets. $name labels.
+# socket (tls => 1: inside TLS, the certificate not checked): tests that httpd refused it
+# (HttpProtocolOptions Require1.0) with a status line, headers and no bank list, rather than
+# answering the bare body HTTP/0.9 gets. $name labels.
 sub http09_refused {
-    my ($hostport, $name) = @_;
-    my $s = IO::Socket::INET->new(PeerAddr => $hostport, Timeout => 10) or die "connect $hostport: $!";
+    my ($hostport, $name, %o) = @_;
+    my $s = $o{tls}
+      ? do {
+        require IO::Socket::SSL;
+        IO::Socket::SSL->new(PeerAddr => $hostport, Timeout => 10,
+            SSL_verify_mode => IO::Socket::SSL::SSL_VERIFY_NONE())
+          or die "TLS connect $hostport: $! " . IO::Socket::SSL::errstr();
+      }
+      : IO::Socket::INET->new(PeerAddr => $hostport, Timeout => 10) or die "connect $hostport: $!";
     $s->autoflush(1);
     print $s "GET /misc/payment_banks\r\n\r\n";
     local $/;
