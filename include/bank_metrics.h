@@ -46,7 +46,7 @@ typedef enum {
     BANK_M_PUSH_RETRIED,      /* a failed call, to be tried again later */
     BANK_M_PUSH_FAILED,       /* given up: attempts used up, or refused for good */
     BANK_M_PUSH_UNREGISTERED, /* the device's token is gone: the device row deleted */
-    BANK_M_PUSH_LEAN,         /* sender rounds held to BANK_PUSH_BATCH_LEAN: CPUs busy */
+    BANK_M_PUSH_LEAN,         /* rounds held to BANK_PUSH_BATCH_LEAN: CPUs or commits busy */
     BANK_M_COUNT
 } bank_metric_t;
 
@@ -63,8 +63,9 @@ typedef struct {
     apr_uint64_t password_waiting;     /* gauge: password verifications under way */
     apr_uint64_t password_running_max; /* gauge: the most verifications computing at once */
     bank_histogram_t latency[BANK_EP_COUNT];
-    apr_uint64_t push_backlog;   /* gauge: outbox rows still to send, as last counted */
-    bank_histogram_t push_calls; /* FCM messages:send calls, each from start to answer */
+    apr_uint64_t push_backlog;       /* gauge: outbox rows still to send, as last counted */
+    bank_histogram_t push_calls;     /* FCM messages:send calls, each from start to answer */
+    apr_uint64_t notices_committing; /* payment notices waiting for their commit, server-wide */
 } bank_metrics_t;
 
 void bank_metrics_count(bank_metrics_t *m, bank_metric_t c);
@@ -78,6 +79,8 @@ void bank_metrics_observe(bank_metrics_t *m, bank_endpoint_t e, apr_interval_tim
 void bank_metrics_push_call(bank_metrics_t *m, apr_interval_time_t took);
 /* The outbox rows still to send, as just counted. */
 void bank_metrics_push_backlog(bank_metrics_t *m, apr_uint64_t rows);
+/* A payment notice starts waiting for its commit (delta 1) or has it (delta -1). */
+void bank_metrics_committing(bank_metrics_t *m, int delta);
 /* A password verification starts (delta 1) or ends (delta -1). */
 void bank_metrics_waiting(bank_metrics_t *m, int delta);
 

@@ -71,12 +71,22 @@ static const struct {
     [BANK_M_PUSH_UNREGISTERED] = {"bank_push_total", "outcome=\"unregistered\"", NULL},
     [BANK_M_PUSH_LEAN] = {"bank_push_lean_rounds_total", NULL,
                           "Push sender rounds held to a few messages because the CPUs had "
-                          "less idle time than BankPushSpareCPU (the webhook comes first)."},
+                          "less idle time than BankPushSpareCPU or many payment notices waited "
+                          "for their commit (the webhook comes first)."},
 };
 
 void bank_metrics_count(bank_metrics_t *m, bank_metric_t c)
 {
     apr_atomic_inc64(&m->counter[c]);
+}
+
+void bank_metrics_committing(bank_metrics_t *m, int delta)
+{
+    if (delta > 0) {
+        apr_atomic_inc64(&m->notices_committing);
+    } else {
+        apr_atomic_dec64(&m->notices_committing);
+    }
 }
 
 void bank_metrics_waiting(bank_metrics_t *m, int delta)

@@ -694,7 +694,8 @@ const command_rec bank_cmds[] = {
                   "Seconds an FCM or token call may take (default 10, at most 300)"),
     AP_INIT_TAKE1("BankPushSpareCPU", set_push_number, &push_spare_cpu, RSRC_CONF,
                   "Percent of CPU time that must be idle for the push sender to send at full "
-                  "speed; below it, a few messages at a time (default 10, 0: always full)"),
+                  "speed; below it, or while many notices wait for their commit, a few "
+                  "messages at a time (default 10, 0: always full)"),
     AP_INIT_TAKE2("BankIdentityKey", bank_identity_set_key, NULL, RSRC_CONF,
                   "ID FILE: the key new identity data is encrypted with (owner-only file, "
                   "64 hex digits)"),

@@ -41,6 +41,9 @@ APLOG_USE_MODULE(bank);
 #define PUSH_BACKLOG_AGE 60
 /* How long the sender waits for the write turn on SQLite before it writes without it. */
 #define PUSH_TURN_WAIT apr_time_from_sec(1)
+/* Payment notices waiting for their commit at once, server-wide, from which the webhook is
+ * busy: a flood's connections all wait there; at a steady 1,000 a second a few at most. */
+#define PUSH_BUSY_NOTICES 8
 /* How long the CPUs are watched for BankPushSpareCPU before the sender looks again. */
 #define PUSH_CPU_WINDOW apr_time_from_msec(500)
 
@@ -417,6 +420,15 @@ static int cpu_room(apr_pool_t *p)
     return cpu.room;
 }
 
+/* 1 while the webhook is busy (PUSH_BUSY_NOTICES notices or more waiting for their commit
+ * across the server): a webhook flood on SQLite is held by its commits, not by the CPUs,
+ * and the sender's work beside it slows each commit's turn. */
+static int webhook_busy(void)
+{
+    bank_metrics_t *m = bank_metrics_shared();
+    return m && apr_atomic_read64(&m->notices_committing) >= PUSH_BUSY_NOTICES;
+}
+
 /* The pending rows, for the gauge and /health. */
 static void count_backlog(server_rec *s, apr_pool_t *p)
 {
@@ -515,15 +527,17 @@ static apr_status_t sender_tick(int state, void *data, apr_pool_t *pool)
     }
     next_poll = start + PUSH_POLL;
     apr_pool_create(&p, sender_pool);
-    room = cpu_room(p);
-    max = room ? BANK_PUSH_BATCH : BANK_PUSH_BATCH_LEAN;
+    /* round after round while there is room, looked at again before each: a flood that
+     * starts meanwhile makes the next round a lean one, and the tick's last */
     do {
         apr_pool_clear(p);
+        room = !conf.spare_cpu || (cpu_room(p) && !webhook_busy());
+        max = room ? BANK_PUSH_BATCH : BANK_PUSH_BATCH_LEAN;
         n = round_once(s, p, max);
+        if (!room && n > 0) {
+            push_count(BANK_M_PUSH_LEAN);
+        }
     } while (room && n == max && apr_time_now() - start < PUSH_TICK_BUDGET);
-    if (!room && n > 0) {
-        push_count(BANK_M_PUSH_LEAN);
-    }
     if (n == max) {
         bank_push_wake(); /* more is due: the next tick goes on */
     }

@@ -183,8 +183,14 @@ static int store(request_rec *r, const bank_notice_t *n, const char *partner, co
         ap_log_rerror(APLOG_MARK, APLOG_ERR, 0, r, BANKLOGNO(0704) "no randomness for an id");
         return bank_error(r, BANK_E_INTERNAL, NULL, NULL);
     }
+    if (bank_metrics_shared()) {
+        bank_metrics_committing(bank_metrics_shared(), 1);
+    }
     bank_group_commit(bank_group_item_init(q, r->pool) == APR_SUCCESS ? g : NULL, q, &group_host, r,
                       r->pool);
+    if (bank_metrics_shared()) {
+        bank_metrics_committing(bank_metrics_shared(), -1);
+    }
     if (q->rc != BANK_DB_OK) {
         return bank_error_db_retry(r, q->retry);
     }
