@@ -26,7 +26,7 @@
 #define BANK_PUSH_BACKOFF_MAX 600      /* seconds: no retry waits longer, Retry-After aside */
 #define BANK_PUSH_RETRY_AFTER_MAX 3600 /* seconds: a longer Retry-After is cut to this */
 #define BANK_PUSH_BATCH 100            /* messages claimed and sent at once per sender */
-#define BANK_PUSH_BATCH_LEAN 10        /* the same while the CPUs have no room to spare */
+#define BANK_PUSH_BATCH_LEAN 50        /* the same, every half second, under a flood */
 #define BANK_PUSH_SPARE_CPU_DEFAULT 10 /* BankPushSpareCPU, percent idle */
 
 /* A service account, from Google's JSON key file. */

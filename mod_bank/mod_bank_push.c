@@ -44,6 +44,10 @@ APLOG_USE_MODULE(bank);
 /* Payment notices waiting for their commit at once, server-wide, from which the webhook is
  * busy: a flood's connections all wait there; at a steady 1,000 a second a few at most. */
 #define PUSH_BUSY_NOTICES 8
+/* Lean rounds (BANK_PUSH_BATCH_LEAN messages) come at most this often. */
+#define PUSH_LEAN_GAP apr_time_from_msec(500)
+/* How often the pending rows are counted while rounds are lean. */
+#define PUSH_COUNT_BUSY apr_time_from_sec(10)
 /* How long the CPUs are watched for BankPushSpareCPU before the sender looks again. */
 #define PUSH_CPU_WINDOW apr_time_from_msec(500)
 
@@ -71,6 +75,7 @@ static bank_idp_breaker_t *breaker = NULL;
 static volatile apr_uint32_t woken = 0;
 static apr_time_t next_poll = 0;
 static apr_time_t next_count = 0;
+static apr_time_t next_lean = 0;
 static bank_push_client_t *client = NULL;
 static apr_pool_t *sender_pool = NULL;
 /* The last reading of the CPUs' ticks, and whether they had room since the one before. */
@@ -528,14 +533,21 @@ static apr_status_t sender_tick(int state, void *data, apr_pool_t *pool)
     next_poll = start + PUSH_POLL;
     apr_pool_create(&p, sender_pool);
     /* round after round while there is room, looked at again before each: a flood that
-     * starts meanwhile makes the next round a lean one, and the tick's last */
+     * starts meanwhile makes the next round a lean one, and the tick's last; lean rounds
+     * come PUSH_LEAN_GAP apart (each one's claim and settling are commits beside the
+     * webhook's) */
     do {
         apr_pool_clear(p);
         room = !conf.spare_cpu || (cpu_room(p) && !webhook_busy());
         max = room ? BANK_PUSH_BATCH : BANK_PUSH_BATCH_LEAN;
+        if (!room && apr_time_now() < next_lean) {
+            n = max; /* not yet: the next tick looks again */
+            break;
+        }
         n = round_once(s, p, max);
         if (!room && n > 0) {
             push_count(BANK_M_PUSH_LEAN);
+            next_lean = apr_time_now() + PUSH_LEAN_GAP;
         }
     } while (room && n == max && apr_time_now() - start < PUSH_TICK_BUDGET);
     if (n == max) {
@@ -543,7 +555,10 @@ static apr_status_t sender_tick(int state, void *data, apr_pool_t *pool)
     }
     apr_pool_clear(p);
     if (apr_time_now() >= next_count) {
-        next_count = apr_time_now() + PUSH_POLL; /* a statement: once a second is enough */
+        /* a statement that reads every pending row: once a second is enough, and while
+         * the webhook is flooded (its backlog growing by thousands a second) every
+         * PUSH_COUNT_BUSY */
+        next_count = apr_time_now() + (room ? PUSH_POLL : PUSH_COUNT_BUSY);
         count_backlog(s, p);
     }
     apr_pool_destroy(p);
