@@ -66,9 +66,17 @@ my $server = main_server();
 my @res = concurrent(map { [$server, sign_in_req("$tag-c$_\@example.com", 'guess', $SPRAY)] } 1 .. 30);
 my %n;
 $n{ $_->code }++ for @res;
-is($n{400} // 0, 20, 'thirty random e-mails at once: twenty 400s') or diag(join ',', %n);
-# the others: 429, or 503 for those the default verification bound refused unverified
-is(($n{429} // 0) + ($n{503} // 0), 10, 'thirty random e-mails at once: ten 429s or 503s')
+# 503: refused unverified and uncounted by the default verification bound (its queue is per
+# process, and how the 30 connections spread over the processes varies), so the budget
+# decides among the others: exactly 20 answered 400 when 20 or more were verified, all of
+# them otherwise; never more than the budget.
+my $refused = $n{503} // 0;
+my $want = 30 - $refused < 20 ? 30 - $refused : 20;
+is($n{400} // 0, $want, "thirty random e-mails at once: the budget's 400s ($want with $refused refused by the bound)")
+  or diag(join ',', %n);
+is($n{429} // 0, 30 - $refused - $want, 'thirty random e-mails at once: 429 for the rest')
+  or diag(join ',', %n);
+is(($n{400} // 0) + ($n{429} // 0) + $refused, 30, 'thirty random e-mails at once: no other answer')
   or diag(join ',', %n);
 
 # --- rows are pruned by time on a failure, not only after a success ---------------------------
