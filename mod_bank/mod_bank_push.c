@@ -400,9 +400,6 @@ static int cpu_room(apr_pool_t *p)
     apr_uint64_t total = 0, idle = 0;
     apr_status_t rv;
 
-    if (!conf.spare_cpu) {
-        return 1;
-    }
     if (cpu.at && now - cpu.at < PUSH_CPU_WINDOW) {
         return cpu.room;
     }

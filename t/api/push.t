@@ -26,12 +26,7 @@ sub deliver_to {
     return $res;
 }
 
-sub metric {
-    my ($name) = @_;
-    my $res = $srv->request(GET => '/metrics');
-    my ($v) = $res->content =~ /^\Q$name\E (\S+)$/m;
-    return $v // -1;
-}
+sub metric { return server_metric($srv, $_[0]) }
 
 # --- a matched notice: one message per device, within 2 s ---------------------------------
 my $c  = customer_with_devices(2);

@@ -18,10 +18,7 @@ my $fake = fake_start(delay => 0.05);
 # BankPushSpareCPU 1: the CPUs count as having room unless fully busy
 my $srv = push_server($fake, 'BankPushSpareCPU 1', 'BankDatabaseTimeout 30');
 
-sub lean {
-    my ($v) = $srv->request(GET => '/metrics')->content =~ /^bank_push_lean_rounds_total (\S+)$/m;
-    return $v // -1;
-}
+sub lean { return server_metric($srv, 'bank_push_lean_rounds_total') }
 
 my $c = customer_with_devices(1);
 my $first = notice(walletId => $c->{wallet});

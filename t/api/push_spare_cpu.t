@@ -12,13 +12,6 @@ use Bank::Push;
 
 my $fake = fake_start(delay => 0.05);
 
-sub metric {
-    my ($srv, $name) = @_;
-    my $res = $srv->request(GET => '/metrics');
-    my ($v) = $res->content =~ /^\Q$name\E (\S+)$/m;
-    return $v // -1;
-}
-
 sub cpus {
     open(my $fh, '<', '/proc/cpuinfo') or return 2;
     my $n = grep { /^processor\s*:/ } <$fh>;
@@ -57,7 +50,7 @@ sub send_spread {
 for my $case ([100, 'held back: the CPUs are never all idle'], [0, 'never held back']) {
     my ($share, $what) = @$case;
     my $srv = push_server($fake, "BankPushSpareCPU $share");
-    my $before = metric($srv, 'bank_push_lean_rounds_total');
+    my $before = server_metric($srv, 'bank_push_lean_rounds_total');
     is($before, 0, "BankPushSpareCPU $share: no lean round before any message");
     sleep 1;    # the sender's first reading of the CPUs is behind it
     my @spin = spin_start();
@@ -66,7 +59,7 @@ for my $case ([100, 'held back: the CPUs are never all idle'], [0, 'never held b
     spin_stop(@spin);
     die $err if $err;
     is($got, 12, "BankPushSpareCPU $share, CPUs busy: every message reached FCM");
-    my $lean = metric($srv, 'bank_push_lean_rounds_total');
+    my $lean = server_metric($srv, 'bank_push_lean_rounds_total');
     if ($share) {
         cmp_ok($lean, '>', 0, "BankPushSpareCPU $share: $what (lean rounds counted)");
     } else {

@@ -21,7 +21,7 @@ use Bank::SignIn qw($CLIENT_KEY);
 use Bank::Servers qw(start_server);
 
 our @EXPORT = qw(fake_start fake_stop fake_control fake_calls fake_info push_server
-  customer_with_devices wait_for outbox_rows $SA_EMAIL $PROJECT);
+  customer_with_devices wait_for outbox_rows server_metric $SA_EMAIL $PROJECT);
 
 our $SA_EMAIL = 'push@test-project.iam.gserviceaccount.com';
 our $PROJECT  = 'test-project';
@@ -110,6 +110,13 @@ sub wait_for {
         return $v if $v || time > $end;
         select undef, undef, undef, 0.1;
     }
+}
+
+# A metric's value (the whole name, labels included) from $srv's /metrics, -1 if absent.
+sub server_metric {
+    my ($srv, $name) = @_;
+    my ($v) = $srv->request(GET => '/metrics')->content =~ /^\Q$name\E (\S+)$/m;
+    return $v // -1;
 }
 
 # Another httpd (Bank::Servers::start_server) with push on, to the fake; more lines appended.
