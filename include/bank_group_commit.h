@@ -10,10 +10,12 @@
  * failure, none is stored. A batch that failed on a healthy connection (a statement refused,
  * not the database busy or gone) is tried again one notice per transaction, so a notice the
  * database refuses fails alone. A batch the database did not take for a reason worth
- * retrying (busy, gone, a commit that waited past the bound for a standby) fails the notices
- * queued behind it too, at once and worth retrying, rather than starting another commit that
- * would wait as long; until a commit is taken again, a notice that arrives while the next one
- * runs fails the same way at once (one commit at a time tries the database). A key twice in one
+ * retrying after a wait of BANK_GROUP_SLOW_FAILURE or more (busy, a dead server, a commit that
+ * waited past the bound for a standby) fails the notices queued behind it too, at once and
+ * worth retrying, rather than starting another commit that would wait as long; until a commit
+ * is taken again, a notice that arrives while the next one runs fails the same way at once
+ * (one commit at a time tries the database). A failure that came sooner (a read-only file, a
+ * connection refused) only fails its own batch: the next commit costs as little. A key twice in one
  * batch is written once, the second a repeat (added 0), as across batches.
  *
  * Everything that must commit together with the notices goes in bank_group_store, the one
@@ -23,10 +25,15 @@
 
 #include <apr_pools.h>
 #include <apr_thread_cond.h>
+#include <apr_time.h>
 #include "bank_db.h"
 #include "bank_store.h"
 
 typedef struct bank_group_s bank_group_t;
+
+/* A commit not taken after this long (from its leader's start) makes the notices behind it fail
+ * at once rather than wait for another try. */
+#define BANK_GROUP_SLOW_FAILURE apr_time_from_msec(250)
 
 /* One notice on its way: put filled by the caller; rc and retry when it returns. */
 typedef struct bank_group_item_s {

@@ -16,7 +16,9 @@ struct bank_group_s {
     int queued;
     int running; /* a commit is running */
     int batch_max;
-    bank_db_rc failed; /* the last commit: BANK_DB_OK, or how the database did not take it */
+    /* the last commit: BANK_DB_OK, or how the database did not take it after a wait as long as
+     * BANK_GROUP_SLOW_FAILURE */
+    bank_db_rc failed;
 };
 
 bank_group_t *bank_group_create(apr_pool_t *p, int batch_max, const char **err)
@@ -112,12 +114,15 @@ static int unavailable(bank_group_item_t **batch, int count)
     return 1;
 }
 
-/* Every notice queued behind a commit the database did not take fails as that one did, worth
- * retrying, at once: another commit would wait as long (a standby gone, a lock held), and
- * each one waiting holds an httpd thread, so a queue of them would answer only after several
- * bounds and use up the threads the other requests need. Until a commit is taken again, one
- * commit at a time tries (the next leader's), and what arrives while it runs fails at once
- * the same way. With g->lock held. */
+/* Every notice queued behind a commit the database did not take after a long wait fails as
+ * that one did, worth retrying, at once: another commit would wait as long (a standby gone, a
+ * lock held), and each one waiting holds an httpd thread, so a queue of them would answer only
+ * after several bounds and use up the threads the other requests need. Until a commit is taken
+ * again, one commit at a time tries (the next leader's), and what arrives while it runs fails
+ * at once the same way. A refusal that came at once (a read-only file, a server that refuses
+ * connections) costs the next commit no more than it cost this one: the notices behind it wait
+ * for that commit, so none is refused for a failure the database is already past. With
+ * g->lock held. */
 static void fail_queued(bank_group_t *g, bank_db_rc rc)
 {
     while (g->head) {
@@ -137,6 +142,7 @@ void bank_group_commit(bank_group_t *g, bank_group_item_t *q, const bank_group_h
 {
     bank_group_item_t **batch;
     bank_db_t *db;
+    apr_time_t began;
     int count, i, turn;
 
     if (!g) {
@@ -169,6 +175,7 @@ void bank_group_commit(bank_group_t *g, bank_group_item_t *q, const bank_group_h
          * queued by then, up to batch_max */
         g->running = 1;
         apr_thread_mutex_unlock(g->lock);
+        began = apr_time_now();
         db = host->connect(baton); /* before the turn: none held while waiting for it */
         turn = db && host->turn_take ? host->turn_take(baton) : 0;
         apr_thread_mutex_lock(g->lock);
@@ -193,7 +200,10 @@ void bank_group_commit(bank_group_t *g, bank_group_item_t *q, const bank_group_h
                 apr_thread_cond_signal(batch[i]->wake);
             }
         }
-        g->failed = count > 0 && unavailable(batch, count) ? batch[0]->rc : BANK_DB_OK;
+        g->failed = count > 0 && unavailable(batch, count) &&
+                            apr_time_now() - began >= BANK_GROUP_SLOW_FAILURE
+                        ? batch[0]->rc
+                        : BANK_DB_OK;
         if (g->failed != BANK_DB_OK) {
             fail_queued(g, g->failed);
         }

@@ -26,6 +26,7 @@ typedef struct {
     int failing;      /* a failure is being reported */
     int retry_all;    /* every failure is reported worth retrying */
     int hold_connect; /* connect waits while this is set (the test clears it) */
+    int slow;         /* a failure is reported only after BANK_GROUP_SLOW_FAILURE */
 } host_t;
 
 typedef struct {
@@ -106,6 +107,9 @@ static int h_failed(void *baton, bank_db_t *db, bank_db_rc rc, const char *what)
 
     (void)what;
     count(w->h, &w->h->reports);
+    if (w->h->slow) {
+        apr_sleep(BANK_GROUP_SLOW_FAILURE + apr_time_from_msec(20));
+    }
     if (w->h->hold_failed) {
         int i;
         count(w->h, &w->h->failing);
@@ -325,6 +329,7 @@ static void test_behind_failure(bank_db_t *db)
 
     refused_batch(db, refs, 4, 0, "BEHIND");
     h.hold_failed = 3;
+    h.slow = 1;
     run_behind(p, &h, w, 4, refs, 1);
     CHECK(h.connects == 1 && h.turns == 1 && h.reports == 1);
     for (i = 0; i < 4; i++) {
@@ -334,9 +339,83 @@ static void test_behind_failure(bank_db_t *db)
     refuse(db, 0);
 }
 
-/* After a batch failed as worth retrying, the next one tries the database (its leader waits
- * here for its connection) and a notice that arrives meanwhile fails at once, worth retrying,
- * with no connection of its own; once a batch commits again, notices queue as before. */
+/* One worker on a thread of its own, queueing ref (status code T100). */
+static apr_thread_t *spawn(apr_pool_t *p, host_t *h, worker_t *w, const char *ref)
+{
+    apr_thread_t *t = NULL;
+
+    memset(w, 0, sizeof(*w));
+    w->h = h;
+    apr_pool_create(&w->pool, p);
+    w->ref = ref;
+    w->status = "T100";
+    CHECK(apr_thread_create(&t, NULL, worker, w, p) == APR_SUCCESS);
+    return t;
+}
+
+/* Until the leader of the next commit is connecting (held there). */
+static void wait_connects(host_t *h, int n)
+{
+    int i;
+
+    for (i = 0; i < 500 && h->connects < n; i++) {
+        usleep(10000);
+    }
+}
+
+static void release_connect(host_t *h)
+{
+    apr_thread_mutex_lock(h->lock);
+    h->hold_connect = 0;
+    apr_thread_mutex_unlock(h->lock);
+}
+
+/* A batch refused at once (a read-only file) leaves nothing to fail fast on: once the database
+ * takes writes again, a notice that arrives while the next commit runs waits for it and then
+ * commits, rather than failing for a refusal the database is past. */
+static void test_after_quick_failure(bank_db_t *db)
+{
+    apr_pool_t *p = bank_db_pool(db);
+    const char *err = NULL;
+    worker_t w[3];
+    host_t h = {0};
+    apr_thread_t *t1, *t2;
+    apr_status_t rv;
+    int i;
+
+    seq++;
+    refuse(db, 1);
+    apr_thread_mutex_create(&h.lock, APR_THREAD_MUTEX_DEFAULT, p);
+    h.g = bank_group_create(p, 64, &err);
+    h.retry_all = 1;
+    {
+        const char *quick = ref(p, "REFUSED", 0);
+        run(p, &h, &w[0], 1, &quick); /* refused at once, worth retrying */
+    }
+    CHECK(w[0].q.rc != BANK_DB_OK && w[0].q.retry && h.connects == 1);
+
+    refuse(db, 0);
+    h.hold_connect = 1;
+    t1 = spawn(p, &h, &w[1], ref(p, "PAST", 1));
+    wait_connects(&h, 2);
+    t2 = spawn(p, &h, &w[2], ref(p, "PAST", 2)); /* arrives while it runs */
+    for (i = 0; i < 300 && bank_group_queued(h.g) < 2; i++) {
+        usleep(10000);
+    }
+    CHECK(bank_group_queued(h.g) == 2); /* both queued (the leader takes them once connected) */
+    release_connect(&h);
+    apr_thread_join(&rv, t1);
+    apr_thread_join(&rv, t2);
+    for (i = 1; i < 3; i++) {
+        CHECK(w[i].q.rc == BANK_DB_OK && w[i].q.put.added && w[i].visible == 1);
+    }
+    CHECK(h.reports == 1);
+}
+
+/* After a batch failed as worth retrying after a long wait, the next one tries the database
+ * (its leader waits here for its connection) and a notice that arrives meanwhile fails at once,
+ * worth retrying, with no connection of its own; once a batch commits again, notices queue as
+ * before. */
 static void test_while_failing(bank_db_t *db)
 {
     apr_pool_t *p = bank_db_pool(db);
@@ -357,28 +436,20 @@ static void test_while_failing(bank_db_t *db)
     apr_thread_mutex_create(&h.lock, APR_THREAD_MUTEX_DEFAULT, p);
     h.g = bank_group_create(p, 64, &err);
     h.retry_all = 1;
+    h.slow = 1;
     run(p, &h, &w[0], 1, &refs[0]); /* fails, worth retrying */
     CHECK(w[0].q.rc != BANK_DB_OK && w[0].q.retry && h.connects == 1);
 
     h.hold_connect = 1;
-    memset(&w[1], 0, sizeof(w[1]));
-    w[1].h = &h;
-    apr_pool_create(&w[1].pool, p);
-    w[1].ref = refs[1];
-    w[1].status = "T100";
-    CHECK(apr_thread_create(&t, NULL, worker, &w[1], p) == APR_SUCCESS);
-    for (i = 0; i < 500 && h.connects < 2; i++) { /* its leader is connecting */
-        usleep(10000);
-    }
+    t = spawn(p, &h, &w[1], refs[1]);
+    wait_connects(&h, 2); /* its leader is connecting */
     took = apr_time_now();
     run(p, &h, &w[2], 1, &refs[2]); /* arrives while it runs */
     took = apr_time_now() - took;
     CHECK(w[2].q.rc != BANK_DB_OK && w[2].q.retry && w[2].visible == 0);
     CHECK(took < apr_time_from_msec(1000)); /* not after the running one (held 2 s) */
     CHECK(h.connects == 2);                 /* no commit of its own */
-    apr_thread_mutex_lock(h.lock);
-    h.hold_connect = 0;
-    apr_thread_mutex_unlock(h.lock);
+    release_connect(&h);
     apr_thread_join(&rv, t);
     CHECK(w[1].q.rc != BANK_DB_OK && w[1].q.retry);
 
@@ -414,6 +485,7 @@ static void each(bank_db_t *db)
     test_no_connection(db);
     test_behind_failure(db);
     test_while_failing(db);
+    test_after_quick_failure(db);
     test_alone(db);
 }
 
