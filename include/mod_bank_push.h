@@ -22,6 +22,10 @@ void bank_push_pre_config(void);
 int bank_push_check_config(apr_pool_t *pconf, server_rec *s);
 /* Starts the sender's watchdog when push is on; says at start-up whether it is. */
 int bank_push_post_config(apr_pool_t *pconf, server_rec *s);
+/* A process that exits waits for its sender's round to end (and starts none after): httpd
+ * ends the process without joining mod_watchdog's thread, which would leave a round's messages
+ * sent and not recorded, to go out again after their lease. */
+void bank_push_child_init(apr_pool_t *pchild, server_rec *s);
 /* Outbox rows were committed in this process: the sender looks now, not at its next tick. */
 void bank_push_wake(void);
 /* For GET /health: "none" (push off), "ok", or "backlog" (rows waiting longer than they

@@ -213,6 +213,7 @@ static void bank_child_init(apr_pool_t *p, server_rec *s)
     bank_webhook_child_init(p, s);
     bank_auth_child_init(p, s);
     bank_db_child_init(p, s);
+    bank_push_child_init(p, s); /* last: its cleanup runs first */
 }
 
 static void bank_register_hooks(apr_pool_t *p)

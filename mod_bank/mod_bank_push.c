@@ -50,6 +50,8 @@ APLOG_USE_MODULE(bank);
 #define PUSH_COUNT_BUSY apr_time_from_sec(10)
 /* How long the CPUs are watched for BankPushSpareCPU before the sender looks again. */
 #define PUSH_CPU_WINDOW apr_time_from_msec(500)
+/* How often a process that exits looks whether its sender's round has ended. */
+#define PUSH_STOP_WAIT apr_time_from_msec(10)
 
 static struct {
     int on;
@@ -78,6 +80,13 @@ static apr_time_t next_count = 0;
 static apr_time_t next_lean = 0;
 static bank_push_client_t *client = NULL;
 static apr_pool_t *sender_pool = NULL;
+/* A process that exits (a graceful restart, fewer idle processes, a stop) does not join
+ * mod_watchdog's thread: httpd 2.4 ends the process while the thread may be in the middle of
+ * a round, and a round's messages sent and not recorded go out again after the lease. So a
+ * tick marks itself ticking and does nothing once stopping is set; the child pool's first
+ * cleanup sets stopping and waits for the round to end (each of its calls is bounded by
+ * BankPushTimeout). Exchanges are full barriers. */
+static volatile apr_uint32_t ticking = 0, stopping = 0;
 /* The last reading of the CPUs' ticks, and whether they had room since the one before. */
 static struct {
     apr_uint64_t total, idle;
@@ -494,6 +503,29 @@ static int round_once(server_rec *s, apr_pool_t *p, int max)
     return n;
 }
 
+/* No round starts from now on; returns once the one under way has ended (or after a lease's
+ * length: its rows are another sender's then). */
+static apr_status_t round_end(void *data)
+{
+    apr_time_t until = apr_time_now() + lease_length();
+
+    (void)data;
+    apr_atomic_xchg32(&stopping, 1);
+    while (apr_atomic_read32(&ticking) && apr_time_now() < until) {
+        apr_sleep(PUSH_STOP_WAIT);
+    }
+    return APR_SUCCESS;
+}
+
+void bank_push_child_init(apr_pool_t *pchild, server_rec *s)
+{
+    (void)s;
+    if (conf.on) {
+        /* a pre-cleanup: before mod_dbd's connections (in a sub-pool) are closed */
+        apr_pool_pre_cleanup_register(pchild, NULL, round_end);
+    }
+}
+
 static apr_status_t sender_tick(int state, void *data, apr_pool_t *pool)
 {
     server_rec *s = data;
@@ -517,6 +549,7 @@ static apr_status_t sender_tick(int state, void *data, apr_pool_t *pool)
         return APR_SUCCESS;
     }
     if (state == AP_WATCHDOG_STATE_STOPPING) {
+        round_end(NULL);
         if (sender_pool) {
             apr_pool_destroy(sender_pool);
             sender_pool = NULL;
@@ -524,7 +557,10 @@ static apr_status_t sender_tick(int state, void *data, apr_pool_t *pool)
         }
         return APR_SUCCESS;
     }
-    if (!client || (!apr_atomic_xchg32(&woken, 0) && start < next_poll)) {
+    apr_atomic_xchg32(&ticking, 1);
+    if (apr_atomic_read32(&stopping) || !client ||
+        (!apr_atomic_xchg32(&woken, 0) && start < next_poll)) {
+        apr_atomic_xchg32(&ticking, 0);
         return APR_SUCCESS;
     }
     next_poll = start + PUSH_POLL;
@@ -546,7 +582,8 @@ static apr_status_t sender_tick(int state, void *data, apr_pool_t *pool)
             push_count(BANK_M_PUSH_LEAN);
             next_lean = apr_time_now() + PUSH_LEAN_GAP;
         }
-    } while (room && n == max && apr_time_now() - start < PUSH_TICK_BUDGET);
+    } while (room && n == max && apr_time_now() - start < PUSH_TICK_BUDGET &&
+             !apr_atomic_read32(&stopping));
     if (n == max) {
         bank_push_wake(); /* more is due: the next tick goes on */
     }
@@ -559,6 +596,7 @@ static apr_status_t sender_tick(int state, void *data, apr_pool_t *pool)
         count_backlog(s, p);
     }
     apr_pool_destroy(p);
+    apr_atomic_xchg32(&ticking, 0);
     return APR_SUCCESS;
 }
 

@@ -189,6 +189,28 @@ ok(scalar(fake_calls($fake, $t7)) >= 2, 'sent again (at least once)')
 is((outbox_rows($n7->{data}{transactionReference}))[0]{attempts}, 1,
     'sent: one attempt counted, the one that was answered');
 
+# --- a graceful restart mid-send: the round ends and is recorded, the message sent once ----
+# The old generation's processes exit while the call waits for FCM (1.5 s, within the 2 s
+# timeout); httpd's mod_watchdog stops the sender from the exiting process's main thread. Its
+# round must still record the answer: else the message goes out again after the lease (9 s).
+my $c8 = customer_with_devices(1);
+my $t8 = $c8->{tokens}[0];
+fake_control($fake, { token => $t8, answers => [{ status => 200, delay => 1.5 }] });
+my $n8 = notice(walletId => $c8->{wallet});
+deliver_to($again, $n8);
+ok(wait_for(5, sub { fake_calls($fake, $t8) }), 'graceful restart: the call is under way');
+my $mark8 = $again->error_log_mark;
+is(system($again->{httpd}, '-f', $again->{conf}, '-k', 'graceful'), 0, 'graceful restart');
+ok(wait_for(5, sub { my ($r) = outbox_rows($n8->{data}{transactionReference}); $r->{state} eq 'sent' }),
+    'graceful restart mid-send: recorded sent by the round that sent it, well within the lease')
+  or diag(explain([outbox_rows($n8->{data}{transactionReference})]));
+sleep 1;
+is(scalar(fake_calls($fake, $t8)), 1, 'graceful restart mid-send: sent once');
+is((outbox_rows($n8->{data}{transactionReference}))[0]{attempts}, 1, 'one attempt counted');
+unlike($again->error_log_since($mark8), qr/exit signal|BANK18(?:05|06|07|15)/,
+    'no process died and every outcome was recorded');
+is($again->request(GET => '/health')->code, 200, 'the server answers after the restart');
+
 # --- nothing secret in the logs -----------------------------------------------------------
 my $logs = $srv->error_log_since(0) . $again->error_log_since(0) . error_log_since(0);
 my $key  = slurp(Apache::Test::vars('top_dir') . "/t/fake/push_test_key.pem");
