@@ -80,22 +80,24 @@ void bank_metrics_count(bank_metrics_t *m, bank_metric_t c)
     apr_atomic_inc64(&m->counter[c]);
 }
 
-void bank_metrics_committing(bank_metrics_t *m, int delta)
+/* A gauge one up (delta > 0) or one down. */
+static void gauge_step(apr_uint64_t *g, int delta)
 {
     if (delta > 0) {
-        apr_atomic_inc64(&m->notices_committing);
+        apr_atomic_inc64(g);
     } else {
-        apr_atomic_dec64(&m->notices_committing);
+        apr_atomic_dec64(g);
     }
+}
+
+void bank_metrics_committing(bank_metrics_t *m, int delta)
+{
+    gauge_step(&m->notices_committing, delta);
 }
 
 void bank_metrics_waiting(bank_metrics_t *m, int delta)
 {
-    if (delta > 0) {
-        apr_atomic_inc64(&m->password_waiting);
-    } else {
-        apr_atomic_dec64(&m->password_waiting);
-    }
+    gauge_step(&m->password_waiting, delta);
 }
 
 void bank_metrics_running(bank_metrics_t *m, apr_uint64_t now)

@@ -173,6 +173,7 @@ static int store(request_rec *r, const bank_notice_t *n, const char *partner, co
 {
     bank_group_item_t *q = apr_pcalloc(r->pool, sizeof(*q));
     bank_group_t *g = group_of(r);
+    bank_metrics_t *m = bank_metrics_shared();
 
     q->put.n = n;
     q->put.id = bank_uuid7(r->pool);
@@ -183,13 +184,13 @@ static int store(request_rec *r, const bank_notice_t *n, const char *partner, co
         ap_log_rerror(APLOG_MARK, APLOG_ERR, 0, r, BANKLOGNO(0704) "no randomness for an id");
         return bank_error(r, BANK_E_INTERNAL, NULL, NULL);
     }
-    if (bank_metrics_shared()) {
-        bank_metrics_committing(bank_metrics_shared(), 1);
+    if (m) {
+        bank_metrics_committing(m, 1);
     }
     bank_group_commit(bank_group_item_init(q, r->pool) == APR_SUCCESS ? g : NULL, q, &group_host, r,
                       r->pool);
-    if (bank_metrics_shared()) {
-        bank_metrics_committing(bank_metrics_shared(), -1);
+    if (m) {
+        bank_metrics_committing(m, -1);
     }
     if (q->rc != BANK_DB_OK) {
         return bank_error_db_retry(r, q->retry);

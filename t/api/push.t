@@ -28,6 +28,25 @@ sub deliver_to {
 
 sub metric { return server_metric($srv, $_[0]) }
 
+# A notice to $server for a new customer with one device whose call FCM answers 200 after
+# $delay seconds; returns once the call is under way: (device token, the notice's reference).
+sub call_under_way {
+    my ($server, $delay, $what) = @_;
+    my $c = customer_with_devices(1);
+    my $t = $c->{tokens}[0];
+    fake_control($fake, { token => $t, answers => [{ status => 200, delay => $delay }] });
+    my $n = notice(walletId => $c->{wallet});
+    deliver_to($server, $n);
+    ok(wait_for(5, sub { fake_calls($fake, $t) }), "$what: the call is under way (FCM slow)");
+    return ($t, $n->{data}{transactionReference});
+}
+
+# Whether the message of the notice $ref is marked sent within $secs.
+sub sent_within {
+    my ($secs, $ref) = @_;
+    return wait_for($secs, sub { my ($r) = outbox_rows($ref); $r->{state} eq 'sent' });
+}
+
 # --- a matched notice: one message per device, within 2 s ---------------------------------
 my $c  = customer_with_devices(2);
 my $n  = notice(walletId => $c->{wallet}, amount => 125000, receiverAccountName => 'CHIDI OKAFOR');
@@ -83,7 +102,7 @@ my @c2 = fake_calls($fake, $t2);
 is(join(',', map { $_->{status} } @c2), '503,503,200', 'three calls: 503, 503, 200');
 ok($c2[1]{at} - $c2[0]{at} >= 0.95, 'the retry waited at least Retry-After (1 s)')
   or diag($c2[1]{at} - $c2[0]{at});
-ok(wait_for(3, sub { my ($r) = outbox_rows($n2->{data}{transactionReference}); $r->{state} eq 'sent' }),
+ok(sent_within(3, $n2->{data}{transactionReference}),
     'the row is sent after its third attempt');
 my ($r2) = outbox_rows($n2->{data}{transactionReference});
 is($r2->{attempts}, 3, 'three attempts counted');
@@ -134,7 +153,7 @@ like($err, qr/no failed push message $rows[0]{id}/, 'push retry of a sent row: s
 is($rc, 2, 'push retry of a non-number: exit 2');
 is(bankctl('push', 'retry', $row4->{id}), "push message $row4->{id} is pending again",
     'push retry ID');
-ok(wait_for(5, sub { my ($r) = outbox_rows($r4); $r->{state} eq 'sent' }),
+ok(sent_within(5, $r4),
     'the retried message is sent');
 is((fake_calls($fake, $t4))[-1]{status}, 200, 'its fourth call was accepted');
 
@@ -144,7 +163,7 @@ my $t5 = $c5->{tokens}[0];
 fake_control($fake, { token => $t5, answers => [{ status => 200, delay => 4 }] });
 my $n5 = notice(walletId => $c5->{wallet});
 deliver_to($srv, $n5);
-ok(wait_for(15, sub { my ($r) = outbox_rows($n5->{data}{transactionReference}); $r->{state} eq 'sent' }),
+ok(sent_within(15, $n5->{data}{transactionReference}),
     'a timed-out call is retried and sent');
 is(scalar(fake_calls($fake, $t5)), 2, 'two calls: the slow one and the retry');
 
@@ -167,46 +186,35 @@ ok(metric('bank_push_send_duration_seconds_count') >= 8, 'the send latency histo
 ok(wait_for(3, sub { metric('bank_push_backlog') == 0 }), 'bank_push_backlog back to 0');
 
 # --- SIGKILL mid-send: sent again after the lease ------------------------------------------
-my $c7 = customer_with_devices(1);
-my $t7 = $c7->{tokens}[0];
-fake_control($fake, { token => $t7, answers => [{ status => 200, delay => 30 }] });
-my $n7 = notice(walletId => $c7->{wallet});
-deliver_to($srv, $n7);
-ok(wait_for(5, sub { fake_calls($fake, $t7) }), 'the call is under way (FCM slow)');
+my ($t7, $ref7) = call_under_way($srv, 30, 'killed mid-send');
 my $parent = slurp("$srv->{pidfile}");
 chomp $parent;
 my @kids = split /\s+/, `pgrep -P $parent`;
 kill 'KILL', $parent, @kids;
 sleep 1;
-my ($r7) = outbox_rows($n7->{data}{transactionReference});
+my ($r7) = outbox_rows($ref7);
 is($r7->{state}, 'pending', 'killed mid-send: the row is still pending');
 is($r7->{attempts}, 0, 'the killed call counts no attempt (counted when an outcome is written)');
 my $again = push_server($fake, 'BankPushAttempts 3', 'BankPushTimeout 2');
-ok(wait_for(20, sub { my ($r) = outbox_rows($n7->{data}{transactionReference}); $r->{state} eq 'sent' }),
-    'after the lease a restarted server sends it');
+ok(sent_within(20, $ref7), 'after the lease a restarted server sends it');
 ok(scalar(fake_calls($fake, $t7)) >= 2, 'sent again (at least once)')
   or diag(explain([fake_calls($fake, $t7)]), $again->error_log_since(0) =~ /^.*BANK18.*$/mg);
-is((outbox_rows($n7->{data}{transactionReference}))[0]{attempts}, 1,
+is((outbox_rows($ref7))[0]{attempts}, 1,
     'sent: one attempt counted, the one that was answered');
 
 # --- a graceful restart mid-send: the round ends and is recorded, the message sent once ----
 # The old generation's processes exit while the call waits for FCM (1.5 s, within the 2 s
 # timeout); httpd's mod_watchdog stops the sender from the exiting process's main thread. Its
 # round must still record the answer: else the message goes out again after the lease (9 s).
-my $c8 = customer_with_devices(1);
-my $t8 = $c8->{tokens}[0];
-fake_control($fake, { token => $t8, answers => [{ status => 200, delay => 1.5 }] });
-my $n8 = notice(walletId => $c8->{wallet});
-deliver_to($again, $n8);
-ok(wait_for(5, sub { fake_calls($fake, $t8) }), 'graceful restart: the call is under way');
+my ($t8, $ref8) = call_under_way($again, 1.5, 'graceful restart');
 my $mark8 = $again->error_log_mark;
 is(system($again->{httpd}, '-f', $again->{conf}, '-k', 'graceful'), 0, 'graceful restart');
-ok(wait_for(5, sub { my ($r) = outbox_rows($n8->{data}{transactionReference}); $r->{state} eq 'sent' }),
+ok(sent_within(5, $ref8),
     'graceful restart mid-send: recorded sent by the round that sent it, well within the lease')
-  or diag(explain([outbox_rows($n8->{data}{transactionReference})]));
+  or diag(explain([outbox_rows($ref8)]));
 sleep 1;
 is(scalar(fake_calls($fake, $t8)), 1, 'graceful restart mid-send: sent once');
-is((outbox_rows($n8->{data}{transactionReference}))[0]{attempts}, 1, 'one attempt counted');
+is((outbox_rows($ref8))[0]{attempts}, 1, 'one attempt counted');
 unlike($again->error_log_since($mark8), qr/exit signal|BANK18(?:05|06|07|15)/,
     'no process died and every outcome was recorded');
 is($again->request(GET => '/health')->code, 200, 'the server answers after the restart');
