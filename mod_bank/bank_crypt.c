@@ -10,7 +10,7 @@
 #include <apr_lib.h>
 #include <openssl/crypto.h>
 #include <openssl/evp.h>
-#include <openssl/hmac.h>
+#include <openssl/params.h>
 #include "bank_crypt.h"
 #include "bank_encoding.h"
 #include "bank_rand.h"
@@ -32,34 +32,49 @@ struct bank_keyring_s {
     int current;              /* index in keys, -1: none */
     int has_hash;
     unsigned char hash_key[BANK_KEY_LEN];
+    EVP_MAC_CTX *hash_mac; /* HMAC-SHA256 keyed with hash_key: copied for each hash */
 };
 
 static const bank_keyring_t *process_keyring = NULL;
 
-/* AES-256-GCM and SHA-256 fetched from OpenSSL's provider store once, when the first keyring
- * is made (before httpd forks or starts threads): EVP_aes_256_gcm() and EVP_sha256() fetch
- * again on every use, under the store's process-wide lock (bank_digest.c measured the same
- * for SHA-256). Freed with that keyring's pool. */
+/* AES-256-GCM and HMAC fetched from OpenSSL's provider store once, when the first keyring
+ * is made (before httpd forks or starts threads): EVP_aes_256_gcm() and HMAC() fetch again
+ * on every use, under the store's process-wide lock (bank_digest.c measured the same for
+ * SHA-256). Freed with that keyring's pool. */
 static EVP_CIPHER *aes_gcm = NULL;
-static EVP_MD *sha256 = NULL;
+static EVP_MAC *hmac = NULL;
 
 static apr_status_t free_fetched(void *unused)
 {
     (void)unused;
     EVP_CIPHER_free(aes_gcm);
-    EVP_MD_free(sha256);
+    EVP_MAC_free(hmac);
     aes_gcm = NULL;
-    sha256 = NULL;
+    hmac = NULL;
     return APR_SUCCESS;
 }
 
 static void fetch_once(apr_pool_t *p)
 {
-    if (!aes_gcm && !sha256) {
+    if (!aes_gcm && !hmac) {
         aes_gcm = EVP_CIPHER_fetch(NULL, "AES-256-GCM", NULL);
-        sha256 = EVP_MD_fetch(NULL, "SHA256", NULL);
+        hmac = EVP_MAC_fetch(NULL, "HMAC", NULL);
         apr_pool_cleanup_register(p, NULL, free_fetched, apr_pool_cleanup_null);
     }
+}
+
+/* A new HMAC-SHA256 context keyed with key (BANK_KEY_LEN bytes), or NULL. */
+static EVP_MAC_CTX *hmac_keyed(const unsigned char *key)
+{
+    OSSL_PARAM params[] = {OSSL_PARAM_construct_utf8_string("digest", (char *)"SHA256", 0),
+                           OSSL_PARAM_construct_end()};
+    EVP_MAC_CTX *c = hmac ? EVP_MAC_CTX_new(hmac) : NULL;
+
+    if (c && !EVP_MAC_init(c, key, BANK_KEY_LEN, params)) {
+        EVP_MAC_CTX_free(c);
+        c = NULL;
+    }
+    return c;
 }
 
 void bank_crypt_use(const bank_keyring_t *kr)
@@ -82,6 +97,8 @@ static apr_status_t wipe_keyring(void *data)
         OPENSSL_cleanse(APR_ARRAY_IDX(kr->keys, i, enc_key_t).key, BANK_KEY_LEN);
     }
     OPENSSL_cleanse(kr->hash_key, BANK_KEY_LEN);
+    EVP_MAC_CTX_free(kr->hash_mac); /* OpenSSL wipes the key state it holds */
+    kr->hash_mac = NULL;
     if (process_keyring == kr) {
         process_keyring = NULL;
     }
@@ -204,6 +221,8 @@ const char *bank_keyring_add(bank_keyring_t *kr, const char *id, const unsigned 
 void bank_keyring_set_hash_key(bank_keyring_t *kr, const unsigned char *key)
 {
     memcpy(kr->hash_key, key, BANK_KEY_LEN);
+    EVP_MAC_CTX_free(kr->hash_mac);
+    kr->hash_mac = hmac_keyed(key);
     kr->has_hash = 1;
 }
 
@@ -251,31 +270,34 @@ static const enc_key_t *find_key(const bank_keyring_t *kr, const char *id, apr_s
     return NULL;
 }
 
-static const char *hmac_hex(apr_pool_t *p, const unsigned char *key, const char *a, const char *b)
+/* The hex HMAC of a and b, each with its NUL (("ab", "c") and ("a", "bc") hash apart),
+ * computed on a copy of keyed, which stays as it was (threads share it). */
+static const char *hmac_hex(apr_pool_t *p, const EVP_MAC_CTX *keyed, const char *a, const char *b)
 {
     unsigned char mac[EVP_MAX_MD_SIZE];
-    unsigned int len = 0;
-    apr_size_t la = strlen(a) + 1, lb = strlen(b) + 1;
-    unsigned char *msg = apr_palloc(p, la + lb);
+    size_t len = 0;
+    EVP_MAC_CTX *c = keyed ? EVP_MAC_CTX_dup(keyed) : NULL;
+    int ok = c && EVP_MAC_update(c, (const unsigned char *)a, strlen(a) + 1) &&
+             EVP_MAC_update(c, (const unsigned char *)b, strlen(b) + 1) &&
+             EVP_MAC_final(c, mac, &len, sizeof(mac));
 
-    /* a and b with their NULs: ("ab", "c") and ("a", "bc") hash apart. */
-    memcpy(msg, a, la);
-    memcpy(msg + la, b, lb);
-    if (!HMAC(sha256 ? sha256 : EVP_sha256(), key, BANK_KEY_LEN, msg, la + lb, mac, &len)) {
-        return NULL;
-    }
-    return bank_hex(p, mac, len);
+    EVP_MAC_CTX_free(c);
+    return ok ? bank_hex(p, mac, len) : NULL;
 }
 
 const char *bank_key_check_value(apr_pool_t *p, const unsigned char *key, const char *kind)
 {
-    return hmac_hex(p, key, "mod_bank key check", kind);
+    EVP_MAC_CTX *c = hmac_keyed(key);
+    const char *v = hmac_hex(p, c, "mod_bank key check", kind);
+
+    EVP_MAC_CTX_free(c);
+    return v;
 }
 
 const char *bank_blind_hash(apr_pool_t *p, const bank_keyring_t *kr, const char *domain,
                             const char *value)
 {
-    return kr && kr->has_hash ? hmac_hex(p, kr->hash_key, domain, value) : NULL;
+    return kr && kr->has_hash ? hmac_hex(p, kr->hash_mac, domain, value) : NULL;
 }
 
 /* The associated data: version, column, row and key id, each with its NUL. */
