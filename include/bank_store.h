@@ -146,7 +146,8 @@ typedef struct {
     const char *updated_at;
 } bank_account_t;
 
-/* What BVN onboarding reads before deciding (bank_onboard.c), in one statement. */
+/* What BVN onboarding reads before deciding (bank_onboard.c): one statement, and a second
+ * for the BVN's holder while the customer has no BVN. */
 typedef struct {
     bank_customer_t customer;
     bank_account_t account;   /* id NULL: no account */

@@ -23,10 +23,11 @@ const bank_stmt_t bank_store_customer_sql[] = {
      "SELECT id, email, password, first_name, last_name, phone, email_verified, bvn,"
      " referral_code, created_at, updated_at, crypt_key FROM customers WHERE id = {uuid}"},
     /* onboard_cols: all that BVN onboarding (bank_onboard.c) reads before it decides, in one
-     * round trip and one snapshot: the customer, their account, who holds the BVN asked
-     * about (only looked up while the customer has none), the customer's counter of the
-     * unexpired window (as bank_throttle_get) and the BVN's record. A verified customer's
-     * repeat is this one statement. Args: BVN hash, BVN, scope, subject, cutoff, BVN hash,
+     * round trip and one snapshot: the customer, their account, the customer's counter of
+     * the unexpired window (as bank_throttle_get) and the BVN's record. A verified
+     * customer's repeat is this one statement. Who holds the BVN asked about matters only
+     * while the customer has none: bank_bvn_owner, then (a subquery here would be set up by
+     * PostgreSQL on every execution, used or not). Args: scope, subject, cutoff, BVN hash,
      * BVN, customer id. */
     {"bank_onboard_read",
      "SELECT c.id, c.email, c.password, c.first_name, c.last_name, c.phone,"
@@ -34,8 +35,6 @@ const bank_stmt_t bank_store_customer_sql[] = {
      " a.id, a.customer_id, a.account_type, a.balance_minor, a.currency, a.status,"
      " a.bank_name, a.verified, a.bank_account_id, a.account_name, a.account_number,"
      " a.created_at, a.updated_at,"
-     " CASE WHEN c.bvn IS NULL THEN (SELECT o.id FROM customers o"
-     " WHERE o.bvn_hash = %s OR o.bvn = %s LIMIT 1) END,"
      " t.failures, t.window_start,"
      " r.bvn, r.first_name, r.last_name, r.date_of_birth, r.phone,"
      " c.crypt_key, r.bvn_hash, r.crypt_key"
@@ -43,6 +42,8 @@ const bank_stmt_t bank_store_customer_sql[] = {
      " LEFT JOIN throttle_counts t ON t.scope = %s AND t.subject = %s AND t.window_start > %pDz"
      " LEFT JOIN bvn_records r ON r.bvn_hash = %s OR r.bvn = %s"
      " WHERE c.id = {uuid}"},
+    /* The customer holding a BVN (args: BVN hash, BVN). */
+    {"bank_bvn_owner", "SELECT id FROM customers WHERE bvn_hash = %s OR bvn = %s LIMIT 1"},
     /* Stored password hashes from a random point of the id order on: ids are random UUIDs, so
      * this is a random sample, read through the primary key's index (bank_sign_in.c). */
     {"bank_password_sample",
@@ -151,8 +152,7 @@ typedef struct {
 #define A(kind, field) BANK_COL(kind, onboard_raw_t, row.account.field),
 #define R(field) BANK_COL(TEXT, onboard_raw_t, row.record.field)
 static const bank_col_t onboard_cols[] = {CUSTOMER_COLS(C) ACCOUNT_COLS(A)
-                                              BANK_COL(TEXT, onboard_raw_t, row.owner),
-                                          BANK_COL(INT64, onboard_raw_t, row.count.failures),
+                                              BANK_COL(INT64, onboard_raw_t, row.count.failures),
                                           BANK_COL(TEXT, onboard_raw_t, row.count.window_start),
                                           R(bvn),
                                           R(first_name),
@@ -166,6 +166,12 @@ static const bank_col_t onboard_cols[] = {CUSTOMER_COLS(C) ACCOUNT_COLS(A)
 #undef C
 #undef A
 #undef R
+
+/* bank_bvn_owner's row. */
+typedef struct {
+    const char *id;
+} owner_row_t;
+static const bank_col_t owner_cols[] = {BANK_COL(TEXT, owner_row_t, id), BANK_COL_LAST};
 
 /* A kept record as stored (bank_bvn_record_get). */
 typedef struct {
@@ -357,9 +363,16 @@ bank_db_rc bank_store_onboard_read(bank_db_t *db, const char *customer_id, const
 
     memset(&raw, 0, sizeof(raw));
     if ((rc = hash_of(db, bvn, &hash)) == BANK_DB_OK) {
-        const char *args[] = {hash, bvn, scope, customer_id, cutoff, hash, bvn, customer_id};
+        const char *args[] = {scope, customer_id, cutoff, hash, bvn, customer_id};
         rc = bank_db_row(db, "bank_onboard_read", BANK_NARGS(args), args, onboard_cols, &raw,
                          sizeof(raw));
+    }
+    if (rc == BANK_DB_OK && !raw.row.customer.bvn) {
+        const char *args[] = {hash, bvn};
+        owner_row_t o = {NULL};
+        rc = bank_db_row(db, "bank_bvn_owner", BANK_NARGS(args), args, owner_cols, &o, sizeof(o));
+        raw.row.owner = o.id;
+        rc = rc == BANK_DB_NOT_FOUND ? BANK_DB_OK : rc;
     }
     if (rc == BANK_DB_OK &&
         (rc = open_value(db, raw.customer_key, "customers.bvn", raw.row.customer.id,
