@@ -80,7 +80,8 @@ typedef struct {
 } bank_onboard_t;
 
 /* Reads where the customer stands (verdict, customer, account), with the customer's counter
- * and the BVN's record, in one statement, inside or outside a transaction. */
+ * and the BVN's record, in one statement (a second for the BVN's holder while the customer
+ * has no BVN), inside or outside a transaction. */
 bank_db_rc bank_onboard_state(bank_db_t *db, bank_onboard_t *st);
 
 /* The whole rule: the state; for a customer who is not gone or verified with another BVN,

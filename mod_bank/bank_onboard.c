@@ -23,8 +23,9 @@ bank_db_rc bank_onboard_state(bank_db_t *db, bank_onboard_t *st)
 {
     bank_counter_t c = counter_of(st);
     bank_onboard_row_t row;
-    /* One statement, one snapshot: the state, and the counter and record the rule needs
-     * next (a verified customer's repeat is this one round trip). */
+    /* One statement: the state, and the counter and record the rule needs next (a verified
+     * customer's repeat is this one round trip); while the customer has no BVN, a second
+     * reads which other customer holds it. */
     bank_db_rc rc = bank_store_onboard_read(db, st->customer_id, st->bvn, c.scope,
                                             bank_counter_cutoff(db, &c), &row);
 

@@ -22,7 +22,7 @@ const bank_stmt_t bank_store_customer_sql[] = {
     {"bank_customer_by_id",
      "SELECT id, email, password, first_name, last_name, phone, email_verified, bvn,"
      " referral_code, created_at, updated_at, crypt_key FROM customers WHERE id = {uuid}"},
-    /* onboard_cols: all that BVN onboarding (bank_onboard.c) reads before it decides, in one
+    /* onboard_cols: what BVN onboarding (bank_onboard.c) reads before it decides, in one
      * round trip and one snapshot: the customer, their account, the customer's counter of
      * the unexpired window (as bank_throttle_get) and the BVN's record. A verified
      * customer's repeat is this one statement. Who holds the BVN asked about matters only
@@ -42,8 +42,11 @@ const bank_stmt_t bank_store_customer_sql[] = {
      " LEFT JOIN throttle_counts t ON t.scope = %s AND t.subject = %s AND t.window_start > %pDz"
      " LEFT JOIN bvn_records r ON r.bvn_hash = %s OR r.bvn = %s"
      " WHERE c.id = {uuid}"},
-    /* The customer holding a BVN (args: BVN hash, BVN). */
-    {"bank_bvn_owner", "SELECT id FROM customers WHERE bvn_hash = %s OR bvn = %s LIMIT 1"},
+    /* Another customer holding a BVN (args: BVN hash, BVN, the asking customer's id): the
+     * asker's own verification, committed after bank_onboard_read saw none, is not another's
+     * (the transaction's own read settles it). */
+    {"bank_bvn_owner",
+     "SELECT id FROM customers WHERE (bvn_hash = %s OR bvn = %s) AND id <> {uuid} LIMIT 1"},
     /* Stored password hashes from a random point of the id order on: ids are random UUIDs, so
      * this is a random sample, read through the primary key's index (bank_sign_in.c). */
     {"bank_password_sample",
@@ -368,7 +371,7 @@ bank_db_rc bank_store_onboard_read(bank_db_t *db, const char *customer_id, const
                          sizeof(raw));
     }
     if (rc == BANK_DB_OK && !raw.row.customer.bvn) {
-        const char *args[] = {hash, bvn};
+        const char *args[] = {hash, bvn, customer_id};
         owner_row_t o = {NULL};
         rc = bank_db_row(db, "bank_bvn_owner", BANK_NARGS(args), args, owner_cols, &o, sizeof(o));
         raw.row.owner = o.id;

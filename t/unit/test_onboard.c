@@ -86,6 +86,21 @@ static void test_odd_states(bank_db_t *db)
           changed == 1);
     CHECK(run(db, &st, c.id, bvn, "1970-03-03") == BANK_ONBOARD_NO_ACCOUNT);
     CHECK(!st.opening);
+
+    /* The customer's own verification seen by the lookup of the BVN's holder but not by the
+     * read before it (a concurrent request of the same customer committed in between): the
+     * customer is not "another customer" holding it. Staged as the row between the two
+     * reads: the hash set, the BVN not yet. */
+    bvn = fixture_verifiable(db, "Kemi", "Ade", "1980-08-08", &c);
+    CHECK(bank_db_query(db, apr_psprintf(p, "UPDATE customers SET bvn_hash = '%s' WHERE id = '%s'",
+                                         bank_store_bvn_hash(db, bvn), c.id)) == 0);
+    memset(&st, 0, sizeof(st));
+    st.customer_id = c.id;
+    st.bvn = bvn;
+    st.attempts = 3;
+    st.window = 86400;
+    CHECK(bank_onboard_state(db, &st) == BANK_DB_OK);
+    CHECK(st.verdict == BANK_ONBOARD_OPEN && st.owner == NULL);
 }
 
 /* The next account serial, as the database will hand it out. */
