@@ -231,6 +231,7 @@ const char *bank_keyring_incomplete(const bank_keyring_t *kr)
     return !kr               ? "no identity keys"
            : kr->current < 0 ? "no current encryption key"
            : !kr->has_hash   ? "no hash key"
+           : !kr->hash_mac   ? "no HMAC-SHA256 from OpenSSL for the hash key"
                              : NULL;
 }
 
@@ -271,7 +272,8 @@ static const enc_key_t *find_key(const bank_keyring_t *kr, const char *id, apr_s
 }
 
 /* The hex HMAC of a and b, each with its NUL (("ab", "c") and ("a", "bc") hash apart),
- * computed on a copy of keyed, which stays as it was (threads share it). */
+ * computed on a copy of keyed, which stays as it was: threads share it, and OpenSSL's copy
+ * only reads it (it takes references to the digest, fetched once by EVP_MAC_init). */
 static const char *hmac_hex(apr_pool_t *p, const EVP_MAC_CTX *keyed, const char *a, const char *b)
 {
     unsigned char mac[EVP_MAX_MD_SIZE];
