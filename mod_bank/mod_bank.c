@@ -1,9 +1,11 @@
 /* mod_bank: module registration, hooks and the handler names the operator maps to URLs
  * with SetHandler (docs/configuration.md). Routing is httpd's: r->uri is only compared with the
  * Location that already matched, to refuse paths below it (404, docs/api.md). */
-#include <malloc.h>
 #include <stdlib.h>
 #include <string.h>
+#ifdef __GLIBC__ /* defined by the headers above */
+#include <malloc.h>
+#endif
 #include <unistd.h>
 #include <apr_env.h>
 #include <httpd.h>
@@ -207,25 +209,26 @@ static void bank_child_home(apr_pool_t *p, server_rec *s)
     }
 }
 
-/* glibc's fast bins off in the child (docs/deployment.md, "glibc's fast bins"): libpq makes
- * each result in blocks of 2 KiB from malloc, and glibc merges every small chunk freed into
- * its fast bins (json-c's and libpq's) before it serves a request that large: on the BVN read
- * on PostgreSQL that merging took about a tenth of httpd's CPU. Small requests are still
- * served from each thread's cache. An operator's own GLIBC_TUNABLES setting of it wins. */
-static void malloc_tune(void)
+/* glibc's fast bins off in each child, before any module starts a thread (docs/deployment.md,
+ * "glibc's fast bins"): libpq makes each result in blocks of 2 KiB from malloc, and glibc
+ * merges every small chunk freed into its fast bins (json-c's, libpq's) before it serves a
+ * request that large. Small requests are still served from each thread's cache. An
+ * operator's own GLIBC_TUNABLES setting of it wins. */
+static void bank_child_malloc(apr_pool_t *p, server_rec *s)
 {
-#ifdef M_MXFAST
+#if defined(__GLIBC__) && defined(M_MXFAST)
     const char *t = getenv("GLIBC_TUNABLES");
 
     if (!t || !strstr(t, "malloc.mxfast")) {
         (void)mallopt(M_MXFAST, 0);
     }
 #endif
+    (void)p;
+    (void)s;
 }
 
 static void bank_child_init(apr_pool_t *p, server_rec *s)
 {
-    malloc_tune();
     bank_banks_child_init(p, s);
     bank_verify_child_init(p, s);
     bank_db_turn_child_init(p, s);
@@ -246,6 +249,7 @@ static void bank_register_hooks(apr_pool_t *p)
     bank_metrics_register_hooks();
     ap_hook_pre_config(bank_pre_config, NULL, NULL, APR_HOOK_MIDDLE);
     ap_hook_post_config(bank_post_config, NULL, before_dbd, APR_HOOK_MIDDLE);
+    ap_hook_child_init(bank_child_malloc, NULL, NULL, APR_HOOK_REALLY_FIRST);
     ap_hook_child_init(bank_child_home, NULL, NULL, APR_HOOK_REALLY_FIRST);
     ap_hook_check_config(bank_check_config, NULL, NULL, APR_HOOK_MIDDLE);
     ap_hook_child_init(bank_child_init, NULL, NULL, APR_HOOK_MIDDLE);
