@@ -6,6 +6,7 @@
 #include <unistd.h>
 #include <sys/stat.h>
 #include <apr_strings.h>
+#include <apr_thread_proc.h>
 
 #include "bank_crypt.h"
 #include "bank_encoding.h"
@@ -230,6 +231,59 @@ static void test_process_keyring(apr_pool_t *p)
     CHECK(bank_crypt_keyring() == NULL);
 }
 
+/* One keyring's hash from many threads at once, as httpd's threads use it: each hash is
+ * computed on a copy of the keyring's one keyed context, which must stay as it was. */
+#define HASH_THREADS 8
+#define HASH_ROUNDS 2000
+
+typedef struct {
+    const bank_keyring_t *kr;
+    const char *want;
+    int wrong;
+} hasher_t;
+
+static void *APR_THREAD_FUNC hasher(apr_thread_t *t, void *data)
+{
+    hasher_t *h = data;
+    apr_pool_t *p;
+    int i;
+
+    apr_pool_create_unmanaged(&p);
+    for (i = 0; i < HASH_ROUNDS; i++) {
+        const char *got = bank_blind_hash(p, h->kr, "bvn", "22212345678");
+        h->wrong += !got || strcmp(got, h->want) != 0;
+        if (i % 100 == 99) {
+            apr_pool_clear(p);
+        }
+    }
+    apr_pool_destroy(p);
+    apr_thread_exit(t, APR_SUCCESS);
+    return NULL;
+}
+
+static void test_hash_threads(apr_pool_t *p)
+{
+    bank_keyring_t *kr = ring(p, "k1", K1, NULL, NULL);
+    apr_thread_t *t[HASH_THREADS];
+    hasher_t h[HASH_THREADS];
+    apr_status_t rv;
+    int i, wrong = 0;
+
+    for (i = 0; i < HASH_THREADS; i++) {
+        h[i].kr = kr;
+        h[i].want = bank_blind_hash(p, kr, "bvn", "22212345678");
+        h[i].wrong = 0;
+        CHECK(apr_thread_create(&t[i], NULL, hasher, &h[i], p) == APR_SUCCESS);
+    }
+    for (i = 0; i < HASH_THREADS; i++) {
+        CHECK(apr_thread_join(&rv, t[i]) == APR_SUCCESS);
+        wrong += h[i].wrong;
+    }
+    CHECK(wrong == 0);
+    /* and the shared context is unchanged after them */
+    CHECK_STR(bank_blind_hash(p, kr, "bvn", "22212345678"), h[0].want);
+}
+
 static void run_tests(apr_pool_t *p)
 {
     test_round_trip(p);
@@ -237,6 +291,7 @@ static void run_tests(apr_pool_t *p)
     test_wrong_aad(p);
     test_key_ids(p);
     test_hash(p);
+    test_hash_threads(p);
     test_key_files(p);
     test_process_keyring(p);
 }
