@@ -219,12 +219,24 @@ static void bank_child_malloc(apr_pool_t *p, server_rec *s)
 #if defined(__GLIBC__) && defined(M_MXFAST)
     const char *t = getenv("GLIBC_TUNABLES");
 
-    if (!t || !strstr(t, "malloc.mxfast")) {
-        (void)mallopt(M_MXFAST, 0);
+    if (t && strstr(t, "malloc.mxfast")) {
+        ap_log_error(APLOG_MARK, APLOG_DEBUG, 0, s,
+                     BANKLOGNO(2303) "glibc's fast bins left as GLIBC_TUNABLES sets them "
+                                     "(glibc.malloc.mxfast) in process %" APR_PID_T_FMT,
+                     getpid());
+    } else if (mallopt(M_MXFAST, 0) == 1) {
+        ap_log_error(APLOG_MARK, APLOG_DEBUG, 0, s,
+                     BANKLOGNO(2301) "glibc's fast bins off in process %" APR_PID_T_FMT, getpid());
+    } else {
+        ap_log_error(APLOG_MARK, APLOG_WARNING, 0, s,
+                     BANKLOGNO(2302) "glibc refused to turn its fast bins off in process "
+                                     "%" APR_PID_T_FMT,
+                     getpid());
     }
+#else
+    (void)s;
 #endif
     (void)p;
-    (void)s;
 }
 
 static void bank_child_init(apr_pool_t *p, server_rec *s)
