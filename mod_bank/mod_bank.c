@@ -224,14 +224,10 @@ static void bank_child_malloc(apr_pool_t *p, server_rec *s)
                      BANKLOGNO(2303) "glibc's fast bins left as GLIBC_TUNABLES sets them "
                                      "(glibc.malloc.mxfast) in process %" APR_PID_T_FMT,
                      getpid());
-    } else if (mallopt(M_MXFAST, 0) == 1) {
+    } else {
+        (void)mallopt(M_MXFAST, 0); /* 0 is always within glibc's range: it cannot refuse */
         ap_log_error(APLOG_MARK, APLOG_DEBUG, 0, s,
                      BANKLOGNO(2301) "glibc's fast bins off in process %" APR_PID_T_FMT, getpid());
-    } else {
-        ap_log_error(APLOG_MARK, APLOG_WARNING, 0, s,
-                     BANKLOGNO(2302) "glibc refused to turn its fast bins off in process "
-                                     "%" APR_PID_T_FMT,
-                     getpid());
     }
 #else
     (void)s;

@@ -33,46 +33,26 @@ sub children_logged {
     return ($log, @kids);
 }
 
-{
-    local $ENV{GLIBC_TUNABLES};
-    delete $ENV{GLIBC_TUNABLES};
+# One httpd started with GLIBC_TUNABLES as given (undef: not set): every child logs the tag
+# wanted, with its pid, and none logs the other.
+sub case {
+    my ($name, $tunables, $want, $other, $line) = @_;
+    local $ENV{GLIBC_TUNABLES} = $tunables;
+    delete $ENV{GLIBC_TUNABLES} unless defined $tunables;
     my $srv = start_server(extra => "LogLevel bank:debug\n");
-    my ($log, @kids) = children_logged($srv, 2301);
-    ok(@kids >= 1, 'default: the server has children') or diag($log);
-    for my $pid (@kids) {
-        like($log, qr/BANK2301: glibc's fast bins off in process $pid\b/,
-            "default: child $pid turned its fast bins off");
-    }
-    unlike($log, qr/BANK2302/, 'default: glibc refused nothing');
-    unlike($log, qr/BANK2303/, 'default: nothing left to GLIBC_TUNABLES');
+    my ($log, @kids) = children_logged($srv, $want);
+    ok(@kids >= 1, "$name: the server has children") or diag($log);
+    like($log, qr/BANK$want: \Q$line\E in process $_\b/, "$name: child $_ logged BANK$want")
+      for @kids;
+    unlike($log, qr/BANK$other/, "$name: no child logged BANK$other");
     $srv->stop;
 }
 
-{
-    local $ENV{GLIBC_TUNABLES} = 'glibc.malloc.mxfast=64';
-    my $srv = start_server(extra => "LogLevel bank:debug\n");
-    my ($log, @kids) = children_logged($srv, 2303);
-    ok(@kids >= 1, 'GLIBC_TUNABLES: the server has children') or diag($log);
-    for my $pid (@kids) {
-        like($log, qr/BANK2303: glibc's fast bins left as GLIBC_TUNABLES sets them \(glibc\.malloc\.mxfast\) in process $pid\b/,
-            "GLIBC_TUNABLES: child $pid left the operator's setting");
-    }
-    unlike($log, qr/BANK2301/, 'GLIBC_TUNABLES: no child turned its fast bins off');
-    $srv->stop;
-}
-
-{
-    # another tunable in the variable is not this one
-    local $ENV{GLIBC_TUNABLES} = 'glibc.malloc.tcache_count=7';
-    my $srv = start_server(extra => "LogLevel bank:debug\n");
-    my ($log, @kids) = children_logged($srv, 2301);
-    ok(@kids >= 1, 'another tunable: the server has children') or diag($log);
-    for my $pid (@kids) {
-        like($log, qr/BANK2301: glibc's fast bins off in process $pid\b/,
-            "another tunable: child $pid turned its fast bins off");
-    }
-    unlike($log, qr/BANK2303/, 'another tunable: nothing left to GLIBC_TUNABLES');
-    $srv->stop;
-}
+my $off  = "glibc's fast bins off";
+my $left = "glibc's fast bins left as GLIBC_TUNABLES sets them (glibc.malloc.mxfast)";
+case('default', undef, 2301, 2303, $off);
+case('GLIBC_TUNABLES', 'glibc.malloc.mxfast=64', 2303, 2301, $left);
+# another tunable in the variable is not this one
+case('another tunable', 'glibc.malloc.tcache_count=7', 2301, 2303, $off);
 
 done_testing();
