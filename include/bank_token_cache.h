@@ -1,6 +1,8 @@
 /* Verified token rows kept per process (BankTokenCacheSeconds, docs/configuration.md), so
- * requests with the same bearer token within that time skip the database round trip. No
- * httpd dependency; safe between threads.
+ * requests with the same bearer token within that time skip the database round trip; the
+ * same kind of cache, of rows of other fields, keeps what the same revocation feed keeps
+ * true (verified BVN answers, BankBvnCacheSeconds: the *_fields functions). No httpd
+ * dependency; safe between threads.
  *
  * What may be trusted is bounded three ways: an entry older than the caller's max age (at
  * most the cache's own bound) is a miss; bank_token_cache_invalidate(id) drops a token at
@@ -24,6 +26,18 @@ typedef struct bank_token_cache_s bank_token_cache_t;
  * bounded: all entries are dropped together every max_age or when it is full. */
 bank_token_cache_t *bank_token_cache_create(apr_pool_t *p, int max_entries, apr_time_t max_age,
                                             const char **err);
+
+/* The same for rows of nfields strings, kept by id (bank_token_cache_invalidate(id) drops
+ * them) and read and put with the *_fields functions below. */
+bank_token_cache_t *bank_token_cache_create_fields(apr_pool_t *p, int max_entries,
+                                                   apr_time_t max_age, int nfields,
+                                                   const char **err);
+/* As bank_token_cache_get and _put, for a cache of nfields strings (fields: that many,
+ * copied into p on a hit; any may be NULL). */
+int bank_token_cache_get_fields(bank_token_cache_t *c, apr_pool_t *p, const void *scope,
+                                const char *id, apr_time_t max_age, const char **fields);
+void bank_token_cache_put_fields(bank_token_cache_t *c, const void *scope, const char *id,
+                                 const char *const *fields, apr_time_t fetched, apr_uint64_t epoch);
 
 /* Taken before the database read of a row that is then put: an invalidation or distrust
  * since makes the put keep nothing. */

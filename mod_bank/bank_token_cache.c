@@ -1,4 +1,5 @@
-/* Verified token rows per process (bank_token_cache.h). Entries live in one pool, dropped
+/* Verified rows per process (bank_token_cache.h): token rows, or the BVN answers the same
+ * feed keeps true, each kept as its fields' strings. Entries live in one pool, dropped
  * together (every max_age, or when the table is full), so memory stays bounded without a
  * per-entry free; an invalidated entry is unlinked and its bytes go with the next drop. */
 #include <string.h>
@@ -7,8 +8,11 @@
 #include <apr_thread_mutex.h>
 #include "bank_token_cache.h"
 
+/* A token row's fields, in this order. */
+enum { F_CUSTOMER, F_HASH, F_ABILITIES, F_EXPIRES, F_LAST_USED, TOKEN_FIELDS };
+
 typedef struct {
-    bank_token_row_t row;
+    const char **fields;
     const char *id;
     apr_time_t fetched;
 } entry_t;
@@ -18,13 +22,14 @@ struct bank_token_cache_s {
     apr_pool_t *pool;   /* this generation's entries */
     apr_hash_t *tokens; /* "scope/id" -> entry_t * */
     apr_time_t born, max_age;
-    int max_entries;
+    int max_entries, nfields;
     int distrusted;
     apr_uint64_t epoch; /* moves on every invalidation and distrust */
 };
 
-bank_token_cache_t *bank_token_cache_create(apr_pool_t *p, int max_entries, apr_time_t max_age,
-                                            const char **err)
+bank_token_cache_t *bank_token_cache_create_fields(apr_pool_t *p, int max_entries,
+                                                   apr_time_t max_age, int nfields,
+                                                   const char **err)
 {
     bank_token_cache_t *c = apr_pcalloc(p, sizeof(*c));
 
@@ -37,7 +42,14 @@ bank_token_cache_t *bank_token_cache_create(apr_pool_t *p, int max_entries, apr_
     c->born = apr_time_now();
     c->max_age = max_age;
     c->max_entries = max_entries;
+    c->nfields = nfields;
     return c;
+}
+
+bank_token_cache_t *bank_token_cache_create(apr_pool_t *p, int max_entries, apr_time_t max_age,
+                                            const char **err)
+{
+    return bank_token_cache_create_fields(p, max_entries, max_age, TOKEN_FIELDS, err);
 }
 
 static const char *key_of(apr_pool_t *p, const void *scope, const char *id)
@@ -53,13 +65,13 @@ static void drop_all(bank_token_cache_t *c, apr_time_t now)
     c->born = now;
 }
 
-static void copy_row(apr_pool_t *p, bank_token_row_t *to, const bank_token_row_t *from)
+static void copy_fields(apr_pool_t *p, const char **to, const char *const *from, int n)
 {
-    to->customer_id = apr_pstrdup(p, from->customer_id);
-    to->hash = apr_pstrdup(p, from->hash);
-    to->abilities = apr_pstrdup(p, from->abilities);
-    to->expires_at = apr_pstrdup(p, from->expires_at);
-    to->last_used_at = apr_pstrdup(p, from->last_used_at);
+    int i;
+
+    for (i = 0; i < n; i++) {
+        to[i] = apr_pstrdup(p, from[i]);
+    }
 }
 
 apr_uint64_t bank_token_cache_epoch(bank_token_cache_t *c)
@@ -72,8 +84,8 @@ apr_uint64_t bank_token_cache_epoch(bank_token_cache_t *c)
     return e;
 }
 
-int bank_token_cache_get(bank_token_cache_t *c, apr_pool_t *p, const void *scope, const char *id,
-                         apr_time_t max_age, bank_token_row_t *row)
+int bank_token_cache_get_fields(bank_token_cache_t *c, apr_pool_t *p, const void *scope,
+                                const char *id, apr_time_t max_age, const char **fields)
 {
     const char *key = key_of(p, scope, id);
     const entry_t *e;
@@ -85,15 +97,15 @@ int bank_token_cache_get(bank_token_cache_t *c, apr_pool_t *p, const void *scope
     apr_thread_mutex_lock(c->lock);
     e = c->distrusted ? NULL : apr_hash_get(c->tokens, key, APR_HASH_KEY_STRING);
     if (e && apr_time_now() - e->fetched < max_age) {
-        copy_row(p, row, &e->row);
+        copy_fields(p, fields, e->fields, c->nfields);
         hit = 1;
     }
     apr_thread_mutex_unlock(c->lock);
     return hit;
 }
 
-void bank_token_cache_put(bank_token_cache_t *c, const void *scope, const char *id,
-                          const bank_token_row_t *row, apr_time_t fetched, apr_uint64_t epoch)
+void bank_token_cache_put_fields(bank_token_cache_t *c, const void *scope, const char *id,
+                                 const char *const *fields, apr_time_t fetched, apr_uint64_t epoch)
 {
     apr_time_t now = apr_time_now();
     entry_t *e;
@@ -107,11 +119,37 @@ void bank_token_cache_put(bank_token_cache_t *c, const void *scope, const char *
         drop_all(c, now);
     }
     e = apr_pcalloc(c->pool, sizeof(*e));
-    copy_row(c->pool, &e->row, row);
+    e->fields = apr_palloc(c->pool, sizeof(*e->fields) * (apr_size_t)c->nfields);
+    copy_fields(c->pool, e->fields, fields, c->nfields);
     e->id = apr_pstrdup(c->pool, id);
     e->fetched = fetched;
     apr_hash_set(c->tokens, key_of(c->pool, scope, id), APR_HASH_KEY_STRING, e);
     apr_thread_mutex_unlock(c->lock);
+}
+
+int bank_token_cache_get(bank_token_cache_t *c, apr_pool_t *p, const void *scope, const char *id,
+                         apr_time_t max_age, bank_token_row_t *row)
+{
+    const char *f[TOKEN_FIELDS];
+
+    if (!bank_token_cache_get_fields(c, p, scope, id, max_age, f)) {
+        return 0;
+    }
+    row->customer_id = f[F_CUSTOMER];
+    row->hash = f[F_HASH];
+    row->abilities = f[F_ABILITIES];
+    row->expires_at = f[F_EXPIRES];
+    row->last_used_at = f[F_LAST_USED];
+    return 1;
+}
+
+void bank_token_cache_put(bank_token_cache_t *c, const void *scope, const char *id,
+                          const bank_token_row_t *row, apr_time_t fetched, apr_uint64_t epoch)
+{
+    const char *f[TOKEN_FIELDS] = {row->customer_id, row->hash, row->abilities, row->expires_at,
+                                   row->last_used_at};
+
+    bank_token_cache_put_fields(c, scope, id, f, fetched, epoch);
 }
 
 void bank_token_cache_touched(bank_token_cache_t *c, const void *scope, const char *id,
@@ -123,8 +161,8 @@ void bank_token_cache_touched(bank_token_cache_t *c, const void *scope, const ch
     apr_snprintf(key, sizeof(key), "%pp/%s", scope, id);
     apr_thread_mutex_lock(c->lock);
     e = apr_hash_get(c->tokens, key, APR_HASH_KEY_STRING);
-    if (e) {
-        e->row.last_used_at = apr_pstrdup(c->pool, last_used);
+    if (e && c->nfields == TOKEN_FIELDS) {
+        e->fields[F_LAST_USED] = apr_pstrdup(c->pool, last_used);
     }
     apr_thread_mutex_unlock(c->lock);
 }
