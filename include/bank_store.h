@@ -33,12 +33,15 @@ bank_db_rc bank_store_token_insert(bank_db_t *db, const char *customer_id, const
 bank_db_rc bank_store_token_delete(bank_db_t *db, const char *id, int *count);
 /* Deletes every token of a customer; *count how many. */
 bank_db_rc bank_store_token_revoke_all(bank_db_t *db, const char *customer_id, int *count);
-/* The tokens revoked (deleted, or changed in what verifies them) and committed after
- * position, a feed position this returned before (NULL: none, only where the feed stands):
- * *ids their ids as text, at most BANK_TOKEN_FEED_MAX + 1 (more: not all of them; "0": every
- * token), *next where the feed stands after them. Both from the handle's pool. */
+/* The tokens revoked (deleted, or changed in what verifies them) and the customers whose BVN
+ * answer changed, committed after position, a feed position this returned before (NULL:
+ * none, only where the feed stands): *ids the tokens' ids as text ("0": every token),
+ * *customers the customers' ids ("*": every customer), together at most BANK_TOKEN_FEED_MAX
+ * + 1 (more: not all of them), *next where the feed stands after them. All from the
+ * handle's pool. */
 bank_db_rc bank_store_token_revocations(bank_db_t *db, const char *position,
-                                        apr_array_header_t **ids, const char **next);
+                                        apr_array_header_t **ids, apr_array_header_t **customers,
+                                        const char **next);
 
 /* Failures within a window, counted in one of two tables of the same shape: per
  * (lower-cased e-mail, client IP) for BankSignInThrottle, or per (scope, subject) for the

@@ -17,11 +17,13 @@
 
 typedef struct bank_token_feed_s bank_token_feed_t;
 
-/* The feed of one database for cache, current for interval after each read. The cache is
- * distrusted until the first read (which only learns where the feed stands). NULL and *err
- * on failure (no mutex or pool). */
+/* The feed of one database for cache, and for answers (NULL: none; verified BVN answers
+ * kept by customer id), current for interval after each read. Both are distrusted until
+ * the first read (which only learns where the feed stands). NULL and *err on failure (no
+ * mutex or pool). */
 bank_token_feed_t *bank_token_feed_create(apr_pool_t *p, bank_token_cache_t *cache,
-                                          apr_time_t interval, const char **err);
+                                          bank_token_cache_t *answers, apr_time_t interval,
+                                          const char **err);
 
 /* 1 if the feed's last read started at most interval before now and succeeded. */
 int bank_token_feed_current(bank_token_feed_t *f, apr_time_t now);
@@ -32,11 +34,13 @@ int bank_token_feed_current(bank_token_feed_t *f, apr_time_t now);
 bank_db_rc bank_token_feed_read(bank_token_feed_t *f, bank_db_t *db, apr_time_t now);
 
 /* A read's outcome, as bank_token_feed_read applies it (exposed for tests): the ids revoked
- * since the position before (more than BANK_TOKEN_FEED_MAX, or "0": every token) and the
- * position now, the read started at started. */
+ * since the position before ("0": every token), the customers whose answers changed ("*":
+ * every customer; more than BANK_TOKEN_FEED_MAX of both together: everything in both caches)
+ * and the position now, the read started at started. */
 void bank_token_feed_apply(bank_token_feed_t *f, const apr_array_header_t *ids,
-                           const char *position, apr_time_t started);
-/* A failed read: the cache distrusted until bank_token_feed_apply. 1 if the feed was
+                           const apr_array_header_t *customers, const char *position,
+                           apr_time_t started);
+/* A failed read: both caches distrusted until bank_token_feed_apply. 1 if the feed was
  * current or trusted until then (the first failure of a run, to be logged). */
 int bank_token_feed_failed(bank_token_feed_t *f);
 

@@ -17,10 +17,11 @@ static const bank_col_t id_cols[] = {BANK_COL(TEXT, id_row_t, id), BANK_COL_LAST
 typedef struct {
     const char *token_id; /* NULL on the row that says where the feed stands */
     const char *position;
+    const char *customer_id; /* a changed BVN answer's customer, "*" for all (token_id -1) */
 } revocation_row_t;
-static const bank_col_t revocation_cols[] = {BANK_COL(TEXT, revocation_row_t, token_id),
-                                             BANK_COL(TEXT, revocation_row_t, position),
-                                             BANK_COL_LAST};
+static const bank_col_t revocation_cols[] = {
+    BANK_COL(TEXT, revocation_row_t, token_id), BANK_COL(TEXT, revocation_row_t, position),
+    BANK_COL(TEXT, revocation_row_t, customer_id), BANK_COL_LAST};
 
 static const bank_col_t throttle_cols[] = {BANK_COL(INT64, bank_throttle_t, failures),
                                            BANK_COL(TEXT, bank_throttle_t, window_start),
@@ -43,12 +44,14 @@ const bank_stmt_t bank_store_auth_sql[] = {
      "DELETE FROM auth_access_tokens WHERE id = %lld AND type = 'auth_token'"},
     {"bank_token_revoke_all",
      "DELETE FROM auth_access_tokens WHERE tokenable_id = {uuid}"},
-    /* The revocation feed (auth_token_revocations, written by the table's triggers): one row
-     * with where the feed stands now, then the ids revoked after the position given, at most
-     * BANK_TOKEN_FEED_MAX + 1 (revocation_cols). */
+    /* The revocation feed (auth_token_revocations, written by the triggers of the tokens and
+     * of what a BVN answer is made of): one row with where the feed stands now, then the
+     * rows added after the position given, at most BANK_TOKEN_FEED_MAX + 1 (revocation_cols):
+     * a revoked token's id, or -1 and the customer whose BVN answer changed. */
     {"bank_token_revocations",
-     "SELECT NULL, {feed_position} UNION ALL SELECT CAST(token_id AS text), NULL"
-     " FROM (SELECT token_id FROM {feed_since} LIMIT 1001) AS r"},
+     "SELECT NULL, {feed_position}, NULL UNION ALL SELECT CAST(token_id AS text), NULL,"
+     " CAST(customer_id AS text)"
+     " FROM (SELECT token_id, customer_id FROM {feed_since} LIMIT 1001) AS r"},
 
     /* Failures of (lower-cased e-mail, client IP) in the window that has not yet expired
      * (window_start after now - window). Timestamps compare as bank_time_iso text on SQLite
@@ -170,7 +173,8 @@ bank_db_rc bank_store_token_revoke_all(bank_db_t *db, const char *customer_id, i
 }
 
 bank_db_rc bank_store_token_revocations(bank_db_t *db, const char *position,
-                                        apr_array_header_t **ids, const char **next)
+                                        apr_array_header_t **ids, apr_array_header_t **customers,
+                                        const char **next)
 {
     const char *args[] = {position};
     apr_array_header_t *rows = NULL;
@@ -186,9 +190,12 @@ bank_db_rc bank_store_token_revocations(bank_db_t *db, const char *position,
     }
     *next = NULL;
     *ids = apr_array_make(bank_db_pool(db), rows ? rows->nelts : 0, sizeof(const char *));
+    *customers = apr_array_make(bank_db_pool(db), 0, sizeof(const char *));
     for (i = 0; rows && i < rows->nelts; i++) {
         const revocation_row_t *r = &APR_ARRAY_IDX(rows, i, revocation_row_t);
-        if (r->token_id) {
+        if (r->customer_id) {
+            APR_ARRAY_PUSH(*customers, const char *) = r->customer_id;
+        } else if (r->token_id) {
             APR_ARRAY_PUSH(*ids, const char *) = r->token_id;
         } else {
             *next = r->position;

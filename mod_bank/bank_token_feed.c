@@ -12,15 +12,34 @@
 struct bank_token_feed_s {
     apr_thread_mutex_t *lock; /* one read at a time; guards position and failing */
     bank_token_cache_t *cache;
-    apr_pool_t *parent, *pool; /* pool: the position's */
+    bank_token_cache_t *answers; /* NULL: none */
+    apr_pool_t *parent, *pool;   /* pool: the position's */
     const char *position;
     apr_time_t interval;
     volatile apr_uint64_t read_at; /* when the last good read started; 0: none since a failure */
     int failing;
 };
 
+/* Every cache the feed keeps true, distrusted; and trusted again. */
+static void distrust(bank_token_feed_t *f)
+{
+    bank_token_cache_distrust(f->cache);
+    if (f->answers) {
+        bank_token_cache_distrust(f->answers);
+    }
+}
+
+static void trust(bank_token_feed_t *f)
+{
+    bank_token_cache_trust(f->cache);
+    if (f->answers) {
+        bank_token_cache_trust(f->answers);
+    }
+}
+
 bank_token_feed_t *bank_token_feed_create(apr_pool_t *p, bank_token_cache_t *cache,
-                                          apr_time_t interval, const char **err)
+                                          bank_token_cache_t *answers, apr_time_t interval,
+                                          const char **err)
 {
     bank_token_feed_t *f = apr_pcalloc(p, sizeof(*f));
 
@@ -31,8 +50,9 @@ bank_token_feed_t *bank_token_feed_create(apr_pool_t *p, bank_token_cache_t *cac
     }
     f->parent = p;
     f->cache = cache;
+    f->answers = answers;
     f->interval = interval;
-    bank_token_cache_distrust(cache);
+    distrust(f);
     return f;
 }
 
@@ -43,20 +63,35 @@ int bank_token_feed_current(bank_token_feed_t *f, apr_time_t now)
     return at > 0 && now - at <= f->interval && !bank_token_cache_distrusted(f->cache);
 }
 
-void bank_token_feed_apply(bank_token_feed_t *f, const apr_array_header_t *ids,
-                           const char *position, apr_time_t started)
+/* Drops from c the ids listed, or everything if one of them is every. */
+static void drop(bank_token_cache_t *c, const apr_array_header_t *ids, const char *every)
 {
-    apr_pool_t *pool;
-    int i, all = ids->nelts > BANK_TOKEN_FEED_MAX;
+    int i, all = 0;
 
     for (i = 0; !all && i < ids->nelts; i++) {
-        all = strcmp(APR_ARRAY_IDX(ids, i, const char *), "0") == 0;
+        all = strcmp(APR_ARRAY_IDX(ids, i, const char *), every) == 0;
     }
     if (all) {
-        bank_token_cache_distrust(f->cache);
+        bank_token_cache_distrust(c);
+        return;
+    }
+    for (i = 0; i < ids->nelts; i++) {
+        bank_token_cache_invalidate(c, APR_ARRAY_IDX(ids, i, const char *));
+    }
+}
+
+void bank_token_feed_apply(bank_token_feed_t *f, const apr_array_header_t *ids,
+                           const apr_array_header_t *customers, const char *position,
+                           apr_time_t started)
+{
+    apr_pool_t *pool;
+
+    if (ids->nelts + customers->nelts > BANK_TOKEN_FEED_MAX) {
+        distrust(f);
     } else {
-        for (i = 0; i < ids->nelts; i++) {
-            bank_token_cache_invalidate(f->cache, APR_ARRAY_IDX(ids, i, const char *));
+        drop(f->cache, ids, "0");
+        if (f->answers) {
+            drop(f->answers, customers, "*");
         }
     }
     if (apr_pool_create(&pool, f->parent) == APR_SUCCESS) {
@@ -64,7 +99,7 @@ void bank_token_feed_apply(bank_token_feed_t *f, const apr_array_header_t *ids,
         apr_pool_destroy(f->pool);
         f->pool = pool;
         f->failing = 0;
-        bank_token_cache_trust(f->cache);
+        trust(f);
         apr_atomic_set64(&f->read_at, (apr_uint64_t)started);
     } else {
         bank_token_feed_failed(f);
@@ -76,14 +111,14 @@ int bank_token_feed_failed(bank_token_feed_t *f)
     int first = !f->failing;
 
     apr_atomic_set64(&f->read_at, 0);
-    bank_token_cache_distrust(f->cache);
+    distrust(f);
     f->failing = 1;
     return first;
 }
 
 bank_db_rc bank_token_feed_read(bank_token_feed_t *f, bank_db_t *db, apr_time_t now)
 {
-    apr_array_header_t *ids = NULL;
+    apr_array_header_t *ids = NULL, *customers = NULL;
     const char *next = NULL;
     apr_time_t started;
     bank_db_rc rc = BANK_DB_OK;
@@ -91,10 +126,10 @@ bank_db_rc bank_token_feed_read(bank_token_feed_t *f, bank_db_t *db, apr_time_t 
     apr_thread_mutex_lock(f->lock);
     if (!bank_token_feed_current(f, now)) {
         started = apr_time_now();
-        rc = bank_store_token_revocations(db, f->position, &ids, &next);
+        rc = bank_store_token_revocations(db, f->position, &ids, &customers, &next);
         if (rc == BANK_DB_OK) {
             int was_failing = f->failing;
-            bank_token_feed_apply(f, ids, next, started);
+            bank_token_feed_apply(f, ids, customers, next, started);
             if (was_failing && !f->failing) {
                 bank_log(
                     bank_db_where(db), BANK_LOG_MARK, BANK_LOG_NOTICE,

@@ -43,11 +43,31 @@ static apr_array_header_t *ids_of(apr_pool_t *p, int n, const char *const *ids)
     return a;
 }
 
+static apr_array_header_t *none(apr_pool_t *p)
+{
+    return ids_of(p, 0, NULL);
+}
+
+/* BVN answers (3 fields, as mod_bank_auth.c keeps them), kept by customer id. */
+static int answered(bank_token_cache_t *c, apr_pool_t *p, const char *customer)
+{
+    const char *f[3];
+    return bank_token_cache_get_fields(c, p, &scope, customer, apr_time_from_sec(60), f) && f[2] &&
+           strcmp(f[2], "{\"body\":{}}") == 0;
+}
+
+static void answer(bank_token_cache_t *c, const char *customer)
+{
+    const char *f[3] = {"22212345678", "1990-05-14", "{\"body\":{}}"};
+    bank_token_cache_put_fields(c, &scope, customer, f, apr_time_now(), bank_token_cache_epoch(c));
+}
+
 static void test_apply(apr_pool_t *p)
 {
     const char *err = NULL;
     bank_token_cache_t *c = bank_token_cache_create(p, 5000, apr_time_from_sec(60), &err);
-    bank_token_feed_t *f = c ? bank_token_feed_create(p, c, apr_time_from_msec(200), &err) : NULL;
+    bank_token_feed_t *f =
+        c ? bank_token_feed_create(p, c, NULL, apr_time_from_msec(200), &err) : NULL;
     static const char *const one[] = {"t1"}, *const all[] = {"t9", "0"};
     apr_array_header_t *many = apr_array_make(p, 0, sizeof(const char *));
     apr_time_t now = apr_time_now();
@@ -65,7 +85,7 @@ static void test_apply(apr_pool_t *p)
     CHECK(!has(c, p, "t1"));
 
     /* the first read only learns where the feed stands */
-    bank_token_feed_apply(f, ids_of(p, 0, NULL), "5", now);
+    bank_token_feed_apply(f, ids_of(p, 0, NULL), none(p), "5", now);
     CHECK(!bank_token_cache_distrusted(c));
     CHECK(bank_token_feed_current(f, now));
     CHECK(bank_token_feed_current(f, now + apr_time_from_msec(200)));
@@ -76,14 +96,14 @@ static void test_apply(apr_pool_t *p)
     put(c, "t1");
     put(c, "t2");
     CHECK(has(c, p, "t1") && has(c, p, "t2"));
-    bank_token_feed_apply(f, ids_of(p, 1, one), "6", now);
+    bank_token_feed_apply(f, ids_of(p, 1, one), none(p), "6", now);
     CHECK(!has(c, p, "t1"));
     CHECK(has(c, p, "t2"));
     CHECK_STR(bank_token_feed_position(f, p), "6");
 
     /* "0" (a TRUNCATE): every token dropped */
     put(c, "t1");
-    bank_token_feed_apply(f, ids_of(p, 2, all), "7", now);
+    bank_token_feed_apply(f, ids_of(p, 2, all), none(p), "7", now);
     CHECK(!has(c, p, "t1") && !has(c, p, "t2"));
     CHECK(!bank_token_cache_distrusted(c));
 
@@ -93,7 +113,7 @@ static void test_apply(apr_pool_t *p)
     for (i = 0; i <= BANK_TOKEN_FEED_MAX; i++) {
         APR_ARRAY_PUSH(many, const char *) = apr_itoa(p, 100000 + i);
     }
-    bank_token_feed_apply(f, many, "9000", now);
+    bank_token_feed_apply(f, many, none(p), "9000", now);
     CHECK(!has(c, p, "t2") && !has(c, p, "kept-if-one-by-one"));
     CHECK(bank_token_cache_count(c) == 0);
     CHECK(bank_token_feed_current(f, now));
@@ -110,7 +130,7 @@ static void test_apply(apr_pool_t *p)
     CHECK(bank_token_cache_count(c) == 0);
     CHECK_STR(bank_token_feed_position(f, p), "9000");
     /* a good read again: trusted */
-    bank_token_feed_apply(f, ids_of(p, 0, NULL), "9001", now);
+    bank_token_feed_apply(f, ids_of(p, 0, NULL), none(p), "9001", now);
     CHECK(!bank_token_cache_distrusted(c));
     put(c, "t2");
     CHECK(has(c, p, "t2"));
@@ -146,7 +166,8 @@ static void test_with_db(bank_db_t *db)
     apr_pool_t *p = bank_db_pool(db);
     const char *err = NULL, *a, *b, *x, *y, *sql, *pos;
     bank_token_cache_t *c = bank_token_cache_create(p, 100, apr_time_from_sec(60), &err);
-    bank_token_feed_t *f = c ? bank_token_feed_create(p, c, apr_time_from_msec(200), &err) : NULL;
+    bank_token_feed_t *f =
+        c ? bank_token_feed_create(p, c, NULL, apr_time_from_msec(200), &err) : NULL;
     bank_db_t *app = other(p);
     bank_customer_t cust;
     apr_time_t later = apr_time_from_sec(1);
@@ -228,6 +249,169 @@ static void test_with_db(bank_db_t *db)
     (void)y;
 }
 
+/* BVN answers beside the tokens: a customer named drops that customer's answer only, "*"
+ * every answer; neither touches the tokens, nor the tokens the answers; more than
+ * BANK_TOKEN_FEED_MAX rows of both together drop everything; a failed read distrusts both. */
+static void test_apply_answers(apr_pool_t *p)
+{
+    const char *err = NULL;
+    bank_token_cache_t *c = bank_token_cache_create(p, 100, apr_time_from_sec(60), &err);
+    bank_token_cache_t *a = bank_token_cache_create_fields(p, 100, apr_time_from_sec(60), 3, &err);
+    bank_token_feed_t *f =
+        c && a ? bank_token_feed_create(p, c, a, apr_time_from_msec(200), &err) : NULL;
+    static const char *const c1[] = {"c1"}, *const every[] = {"c2", "*"}, *const t0[] = {"0"};
+    apr_array_header_t *tok = apr_array_make(p, 0, sizeof(const char *));
+    apr_array_header_t *cus = apr_array_make(p, 0, sizeof(const char *));
+    apr_time_t now = apr_time_now();
+    int i;
+
+    CHECK(f != NULL);
+    if (!f) {
+        return;
+    }
+    /* distrusted until the first read, as the tokens */
+    CHECK(bank_token_cache_distrusted(a));
+    answer(a, "c1");
+    CHECK(!answered(a, p, "c1"));
+    bank_token_feed_apply(f, none(p), none(p), "1", now);
+    CHECK(!bank_token_cache_distrusted(a));
+
+    answer(a, "c1");
+    answer(a, "c2");
+    put(c, "c1"); /* a token whose id is the same text: another cache, untouched */
+    CHECK(answered(a, p, "c1") && answered(a, p, "c2"));
+    bank_token_feed_apply(f, none(p), ids_of(p, 1, c1), "2", now);
+    CHECK(!answered(a, p, "c1"));
+    CHECK(answered(a, p, "c2"));
+    CHECK(has(c, p, "c1"));
+
+    /* every token revoked: the answers stay */
+    bank_token_feed_apply(f, ids_of(p, 1, t0), none(p), "3", now);
+    CHECK(!has(c, p, "c1"));
+    CHECK(answered(a, p, "c2"));
+
+    /* "*": every answer, the tokens stay */
+    answer(a, "c1");
+    put(c, "t1");
+    bank_token_feed_apply(f, none(p), ids_of(p, 2, every), "4", now);
+    CHECK(!answered(a, p, "c1") && !answered(a, p, "c2"));
+    CHECK(!bank_token_cache_distrusted(a));
+    CHECK(has(c, p, "t1"));
+    answer(a, "c1");
+    CHECK(answered(a, p, "c1"));
+
+    /* more than BANK_TOKEN_FEED_MAX rows of both kinds together: everything dropped */
+    put(c, "t1");
+    for (i = 0; i <= BANK_TOKEN_FEED_MAX / 2; i++) {
+        APR_ARRAY_PUSH(tok, const char *) = apr_itoa(p, 100000 + i);
+        APR_ARRAY_PUSH(cus, const char *) = apr_itoa(p, 200000 + i);
+    }
+    bank_token_feed_apply(f, tok, cus, "5", now);
+    CHECK(!has(c, p, "t1") && !answered(a, p, "c1"));
+    CHECK(bank_token_cache_count(a) == 0 && bank_token_cache_count(c) == 0);
+
+    /* a failed read distrusts the answers too */
+    answer(a, "c1");
+    CHECK(bank_token_feed_failed(f) == 1);
+    CHECK(bank_token_cache_distrusted(a));
+    CHECK(!answered(a, p, "c1"));
+    bank_token_feed_apply(f, none(p), none(p), "6", now);
+    CHECK(!bank_token_cache_distrusted(a));
+}
+
+/* What a BVN answer is made of, changed by another connection (009's triggers): the
+ * customer's row, the customer's account, the customer's BVN failure count (added or
+ * raised; not a count of another scope, nor a count's deletion), the identity records
+ * (every customer), the customer deleted. A change to one customer leaves the other's
+ * answer and the tokens alone. */
+static void test_answers_with_db(bank_db_t *db)
+{
+    apr_pool_t *p = bank_db_pool(db);
+    const char *err = NULL;
+    bank_token_cache_t *c = bank_token_cache_create(p, 100, apr_time_from_sec(60), &err);
+    bank_token_cache_t *a = bank_token_cache_create_fields(p, 100, apr_time_from_sec(60), 3, &err);
+    bank_token_feed_t *f =
+        c && a ? bank_token_feed_create(p, c, a, apr_time_from_msec(200), &err) : NULL;
+    bank_db_t *app = other(p);
+    bank_customer_t one, two;
+    bank_account_t acct;
+    apr_time_t step = apr_time_from_sec(1), at = apr_time_now();
+    static const char when[] = "'2026-11-26T10:00:00.000Z'";
+#define CHANGED(sql_fmt, ...)                                                                      \
+    do {                                                                                           \
+        CHECK(bank_db_query(app, apr_psprintf(p, sql_fmt, __VA_ARGS__)) == 0);                     \
+        at += step;                                                                                \
+        CHECK(bank_token_feed_read(f, db, at) == BANK_DB_OK);                                      \
+    } while (0)
+
+    CHECK(f != NULL);
+    if (!f || !app) {
+        return;
+    }
+    fixture_customer(db, "Ada", "Obi", NULL, &one);
+    fixture_customer(db, "Bola", "Ade", NULL, &two);
+    CHECK(bank_token_feed_read(f, db, at) == BANK_DB_OK);
+    answer(a, one.id);
+    answer(a, two.id);
+    put(c, "t1");
+
+    CHANGED("INSERT INTO throttle_counts (scope, subject, failures, window_start)"
+            " VALUES ('bvn', '%s', 1, %s)",
+            one.id, when);
+    CHECK(!answered(a, p, one.id));
+    CHECK(answered(a, p, two.id) && has(c, p, "t1"));
+
+    answer(a, one.id);
+    CHANGED("UPDATE throttle_counts SET failures = 2 WHERE scope = 'bvn' AND subject = '%s'",
+            one.id);
+    CHECK(!answered(a, p, one.id));
+
+    answer(a, one.id);
+    CHANGED("INSERT INTO throttle_counts (scope, subject, failures, window_start)"
+            " VALUES ('address', '%s', 1, %s)",
+            one.id, when);
+    CHECK(answered(a, p, one.id));
+    CHANGED("DELETE FROM throttle_counts WHERE subject = '%s'", one.id);
+    CHECK(answered(a, p, one.id));
+
+    CHANGED("UPDATE customers SET referral_code = 'U%.7s' WHERE id = '%s'", one.id, one.id);
+    CHECK(!answered(a, p, one.id));
+    CHECK(answered(a, p, two.id));
+
+    memset(&acct, 0, sizeof(acct));
+    acct.id = bank_uuid4(p);
+    acct.customer_id = two.id;
+    acct.bank_name = "Unit Bank";
+    acct.bank_account_id = bank_uuid4(p);
+    acct.account_name = "BOLA ADE";
+    acct.account_number = apr_psprintf(p, "%010ld", (long)(apr_time_now() % 1000000000));
+    acct.created_at = acct.updated_at = "2026-11-26T10:00:00.000Z";
+    answer(a, one.id);
+    CHECK(bank_store_account_insert(app, &acct) == BANK_DB_OK);
+    at += step;
+    CHECK(bank_token_feed_read(f, db, at) == BANK_DB_OK);
+    CHECK(!answered(a, p, two.id));
+    CHECK(answered(a, p, one.id));
+    answer(a, two.id);
+    CHANGED("UPDATE accounts SET balance_minor = 100 WHERE customer_id = '%s'", two.id);
+    CHECK(!answered(a, p, two.id));
+    answer(a, two.id);
+    CHANGED("DELETE FROM accounts WHERE customer_id = '%s'", two.id);
+    CHECK(!answered(a, p, two.id));
+
+    answer(a, two.id);
+    fixture_bvn(app, "Chidi", "Eze", "1991-02-03");
+    at += step;
+    CHECK(bank_token_feed_read(f, db, at) == BANK_DB_OK);
+    CHECK(!answered(a, p, one.id) && !answered(a, p, two.id));
+    CHECK(has(c, p, "t1"));
+
+    answer(a, one.id);
+    CHANGED("DELETE FROM customers WHERE id = '%s'", one.id);
+    CHECK(!answered(a, p, one.id));
+#undef CHANGED
+}
+
 /* A read that fails (no feed table: a database not migrated): distrusted, logged once; the
  * feed read again once the table is back. */
 static void test_failure(apr_pool_t *p)
@@ -235,7 +419,8 @@ static void test_failure(apr_pool_t *p)
     bank_db_t *db = fixture_sqlite(p);
     const char *err = NULL;
     bank_token_cache_t *c = bank_token_cache_create(p, 100, apr_time_from_sec(60), &err);
-    bank_token_feed_t *f = c ? bank_token_feed_create(p, c, apr_time_from_msec(200), &err) : NULL;
+    bank_token_feed_t *f =
+        c ? bank_token_feed_create(p, c, NULL, apr_time_from_msec(200), &err) : NULL;
     const char *first;
 
     CHECK(db && f);
@@ -264,6 +449,8 @@ static void test_failure(apr_pool_t *p)
 static void run_tests(apr_pool_t *p)
 {
     test_apply(p);
+    test_apply_answers(p);
     fixture_each(p, test_with_db);
+    fixture_each(p, test_answers_with_db);
     test_failure(p);
 }
