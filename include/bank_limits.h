@@ -19,6 +19,9 @@
 /* BankTokenCacheSeconds: how long a verified token is kept by a process (default, most) */
 #define BANK_TOKEN_CACHE_DEFAULT 5
 #define BANK_TOKEN_CACHE_MAX 60
+/* BankBvnCacheSeconds: how long a verified customer's BVN answer is kept (default; most:
+ * BANK_TOKEN_CACHE_MAX) */
+#define BANK_BVN_CACHE_DEFAULT 5
 /* The revocation feed: a process answers from its token cache only if it read the feed at
  * most this long ago, milliseconds; and the revocations one read handles one by one (more:
  * the whole cache is dropped; bank_token_revocations' LIMIT is one more). */

@@ -41,6 +41,7 @@ typedef struct {
     int idp_timeout;           /* BankBvnProviderTimeout, seconds */
     bank_verifier_t *verifier; /* BankPasswordVerifyConcurrency; NULL: the default */
     apr_int64_t token_cache;   /* BankTokenCacheSeconds */
+    apr_int64_t bvn_cache;     /* BankBvnCacheSeconds */
     const char *idp_proxy;     /* BankBvnProviderProxy; "" none, NULL unset */
 } bank_dir_conf;
 
@@ -59,6 +60,7 @@ apr_int64_t bank_conf_bvn_window(const bank_dir_conf *c);
 apr_int64_t bank_conf_max_body(const bank_dir_conf *c);
 apr_int64_t bank_conf_banks_max_age(const bank_dir_conf *c);
 apr_int64_t bank_conf_token_cache(const bank_dir_conf *c);
+apr_int64_t bank_conf_bvn_cache(const bank_dir_conf *c);
 const char *bank_conf_account_bank(const bank_dir_conf *c);
 const char *bank_conf_account_bank_code(const bank_dir_conf *c);
 const char *bank_conf_partner(request_rec *r, const bank_dir_conf *c);

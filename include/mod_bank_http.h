@@ -60,6 +60,8 @@ int bank_error_document_handler(request_rec *r);
 /* Writes {"body": body[, "message": message]} with status 200 (body may be NULL -> null). */
 int bank_send_json(request_rec *r, int status, json_object *body, const char *message);
 
+/* The text bank_send_json writes for body and message (from r's pool). */
+const char *bank_answer_text(request_rec *r, json_object *body, const char *message);
 /* Writes an already serialised JSON document (same headers as bank_send_json). */
 int bank_send_text(request_rec *r, int status, const char *text, apr_size_t len);
 

@@ -31,7 +31,19 @@ APLOG_USE_MODULE(bank);
  * Scoped by server: each may have its own database, and has its own feed. */
 #define CACHE_MAX 10000
 
+/* ---- verified BVN answers, per process (docs/configuration.md, BankBvnCacheSeconds) ----
+ * The answer to a verified customer sending their BVN and date of birth again is kept, by
+ * customer, for at most BankBvnCacheSeconds, and kept true by the same feed: the database's
+ * triggers add the customer to it on every change of their row, account or BVN failure
+ * count, and every customer on a change of the identity records (009_answer_feed.sql).
+ * An answer is given from it only while the feed is current, as a token is. Fields of an
+ * entry: the BVN and the date of birth it answers, and the answer's text. Fewer entries
+ * than tokens: an answer is about a kilobyte. */
+#define ANSWERS_MAX 2000
+enum { A_BVN, A_DOB, A_TEXT, A_FIELDS };
+
 static bank_token_cache_t *tokens;
+static bank_token_cache_t *answers; /* NULL: no answer is kept */
 static apr_hash_t *feeds; /* server_rec * -> bank_token_feed_t *, read-only after child init */
 
 void bank_auth_child_init(apr_pool_t *pchild, server_rec *s)
@@ -44,16 +56,21 @@ void bank_auth_child_init(apr_pool_t *pchild, server_rec *s)
         ap_log_error(APLOG_MARK, APLOG_ERR, 0, s, BANKLOGNO(0303) "token cache disabled: %s", err);
         return;
     }
+    if (!(answers = bank_token_cache_create_fields(
+              pchild, ANSWERS_MAX, apr_time_from_sec(BANK_TOKEN_CACHE_MAX), A_FIELDS, &err))) {
+        ap_log_error(APLOG_MARK, APLOG_ERR, 0, s, BANKLOGNO(0304) "BVN answer cache disabled: %s",
+                     err);
+    }
     feeds = apr_hash_make(pchild);
     for (v = s; v; v = v->next) {
         bank_token_feed_t *f = bank_token_feed_create(
-            pchild, tokens, apr_time_from_msec(BANK_TOKEN_FEED_INTERVAL_MS), &err);
+            pchild, tokens, answers, apr_time_from_msec(BANK_TOKEN_FEED_INTERVAL_MS), &err);
         server_rec **key = apr_palloc(pchild, sizeof(*key));
 
         if (!f) {
             ap_log_error(APLOG_MARK, APLOG_ERR, 0, s,
                          BANKLOGNO(2103) "token cache disabled: no revocation feed: %s", err);
-            tokens = NULL;
+            tokens = answers = NULL;
             return;
         }
         *key = v;
@@ -220,6 +237,36 @@ int bank_authenticate(request_rec *r, bank_db_t *db, const char *ability, bank_p
         bank_token_cache_put(tokens, r->server, id, &row, fetched, epoch);
     }
     return OK;
+}
+
+int bank_bvn_answer_get(request_rec *r, bank_db_t **db, const char *customer_id, const char *bvn,
+                        const char *dob, const char **text)
+{
+    apr_time_t max_age = answers ? apr_time_from_sec(bank_conf_bvn_cache(bank_conf(r))) : 0;
+    const char *f[A_FIELDS];
+
+    if (max_age <= 0 || !feed_current(r, db) ||
+        !bank_token_cache_get_fields(answers, r->pool, r->server, customer_id, max_age, f) ||
+        !f[A_BVN] || strcmp(f[A_BVN], bvn) != 0 || !f[A_DOB] || strcmp(f[A_DOB], dob) != 0) {
+        return 0;
+    }
+    *text = f[A_TEXT];
+    return 1;
+}
+
+apr_uint64_t bank_bvn_answer_epoch(void)
+{
+    return answers ? bank_token_cache_epoch(answers) : 0;
+}
+
+void bank_bvn_answer_put(request_rec *r, const char *customer_id, const char *bvn, const char *dob,
+                         const char *text, apr_time_t fetched, apr_uint64_t epoch)
+{
+    const char *f[A_FIELDS] = {bvn, dob, text};
+
+    if (answers && bank_conf_bvn_cache(bank_conf(r)) > 0) {
+        bank_token_cache_put_fields(answers, r->server, customer_id, f, fetched, epoch);
+    }
 }
 
 int bank_customer_request(request_rec *r, apr_int64_t methods, const char *allow,

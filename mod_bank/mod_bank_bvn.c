@@ -97,11 +97,36 @@ static int throttled(request_rec *r, const bank_onboard_t *st)
     return bank_error_throttled(r, st->attempts, st->count.retry_after, "BVN");
 }
 
-/* The answer a settled verdict calls for. */
-static int answer(request_rec *r, const bank_onboard_t *st, const bank_idp_onboard_t *idp)
-{
-    json_object *body;
+/* What a repeat's answer is kept with (BankBvnCacheSeconds, mod_bank_auth.h): the date of
+ * birth it answers, and when and at which epoch the database read began. */
+typedef struct {
+    const char *dob;
+    apr_time_t fetched;
+    apr_uint64_t epoch;
+} keep_t;
 
+/* 200 with the verified customer; a repeat with no failure counted is kept for the next
+ * (a count, or any other change, reaches every process through the revocation feed). */
+static int verified(request_rec *r, const bank_onboard_t *st, const keep_t *keep)
+{
+    json_object *body = bank_json_own(r->pool, json_object_new_object());
+    const char *text;
+
+    json_object_object_add(body, "customer", customer_json(r->pool, st));
+    bank_metrics_outcome(r, st->opened ? BANK_M_BVN_VERIFIED : BANK_M_BVN_REPEAT);
+    text = bank_answer_text(r, body,
+                            st->opened ? "BVN verified successfully" : "BVN already verified");
+    if (!st->opened && st->count.failures == 0) {
+        bank_bvn_answer_put(r, st->customer_id, st->bvn, keep->dob, text, keep->fetched,
+                            keep->epoch);
+    }
+    return bank_send_text(r, HTTP_OK, text, strlen(text));
+}
+
+/* The answer a settled verdict calls for. */
+static int answer(request_rec *r, const bank_onboard_t *st, const bank_idp_onboard_t *idp,
+                  const keep_t *keep)
+{
     if (st->record == BANK_RECORD_UNAVAILABLE) {
         return bank_idp_unavailable(r, idp); /* logged where the provider failed */
     }
@@ -124,11 +149,7 @@ static int answer(request_rec *r, const bank_onboard_t *st, const bank_idp_onboa
                           BANKLOGNO(0604) "customer %s verified; account %s opened",
                           st->customer_id, st->account.id ? st->account.id : "(not found)");
         }
-        body = bank_json_own(r->pool, json_object_new_object());
-        json_object_object_add(body, "customer", customer_json(r->pool, st));
-        bank_metrics_outcome(r, st->opened ? BANK_M_BVN_VERIFIED : BANK_M_BVN_REPEAT);
-        return bank_send_json(r, HTTP_OK, body,
-                              st->opened ? "BVN verified successfully" : "BVN already verified");
+        return verified(r, st, keep);
     case BANK_ONBOARD_OTHER:
         return bank_error(r, BANK_E_ALREADY_VERIFIED, NULL, NULL);
     case BANK_ONBOARD_TAKEN:
@@ -190,7 +211,8 @@ int bank_bvn_handler(request_rec *r)
     bank_idp_onboard_t idp = {r, 0, NULL};
     bank_onboard_t st;
     json_object *body;
-    const char *dob;
+    const char *dob, *text;
+    keep_t keep;
     bank_db_t *db;
     bank_db_rc drc;
     int rc;
@@ -204,9 +226,6 @@ int bank_bvn_handler(request_rec *r)
     if ((rc = bank_read_json(r, &body, NULL, NULL)) != OK) {
         return rc;
     }
-    if (!db && !(db = bank_db(r))) {
-        return bank_error_db(r, NULL, BANK_DB_ERROR, "BVN onboarding");
-    }
     memset(&st, 0, sizeof(st));
     st.customer_id = who->customer_id;
     st.attempts = bank_conf_bvn_attempts(conf);
@@ -219,6 +238,17 @@ int bank_bvn_handler(request_rec *r)
     if ((rc = validate(r, body, &st.bvn, &dob)) != OK) {
         return rc;
     }
+    /* A verified customer's repeat, answered before and unchanged since: no statement. */
+    if (bank_bvn_answer_get(r, &db, st.customer_id, st.bvn, dob, &text)) {
+        bank_metrics_outcome(r, BANK_M_BVN_REPEAT);
+        return bank_send_text(r, HTTP_OK, text, strlen(text));
+    }
+    if (!db && !(db = bank_db(r))) {
+        return bank_error_db(r, NULL, BANK_DB_ERROR, "BVN onboarding");
+    }
+    keep.dob = dob;
+    keep.epoch = bank_bvn_answer_epoch();
+    keep.fetched = apr_time_now();
     drc = bank_onboard(db, &st, dob, &bank);
     if (st.opening) {
         ap_log_rerror(APLOG_MARK, APLOG_TRACE1, 0, r,
@@ -234,5 +264,5 @@ int bank_bvn_handler(request_rec *r)
     if (drc != BANK_DB_OK) {
         return bank_error_db(r, db, drc, "BVN onboarding"); /* the step: logged by the core */
     }
-    return answer(r, &st, &idp);
+    return answer(r, &st, &idp, &keep);
 }

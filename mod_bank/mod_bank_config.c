@@ -37,6 +37,7 @@ static const struct {
     const char *account_bank_code;
     const char *partner;
     apr_int64_t token_cache;
+    apr_int64_t bvn_cache;
 } defaults = {BANK_TOKEN_TTL_DEFAULT,
               5,
               60,
@@ -49,7 +50,8 @@ static const struct {
               "mod_bank Demo Bank",
               "999",
               "partner",
-              BANK_TOKEN_CACHE_DEFAULT};
+              BANK_TOKEN_CACHE_DEFAULT,
+              BANK_BVN_CACHE_DEFAULT};
 
 void *bank_create_dir_conf(apr_pool_t *p, char *dir)
 {
@@ -66,6 +68,7 @@ void *bank_create_dir_conf(apr_pool_t *p, char *dir)
     c->idp_kind = BANK_UNSET;
     c->idp_timeout = BANK_UNSET;
     c->token_cache = BANK_UNSET;
+    c->bvn_cache = BANK_UNSET;
     (void)dir;
     return c;
 }
@@ -103,6 +106,7 @@ void *bank_merge_dir_conf(apr_pool_t *p, void *basev, void *addv)
     m->idp_secret = add->idp_app_id ? add->idp_secret : base->idp_secret;
     MERGE_PTR(verifier);
     MERGE_NUM(token_cache);
+    MERGE_NUM(bvn_cache);
     MERGE_PTR(idp_proxy);
     /* The signature triple is one setting: take it whole from where it was given. */
     if (add->sig_set) {
@@ -141,6 +145,7 @@ GETTER(apr_int64_t, bvn_window, bvn_window)
 GETTER(apr_int64_t, max_body, max_body)
 GETTER(apr_int64_t, banks_max_age, banks_max_age)
 GETTER(apr_int64_t, token_cache, token_cache)
+GETTER(apr_int64_t, bvn_cache, bvn_cache)
 
 const char *bank_conf_account_bank(const bank_dir_conf *c)
 {
@@ -367,6 +372,11 @@ static const char *set_banks_max_age(cmd_parms *cmd, void *cfg, const char *arg)
 static const char *set_token_cache(cmd_parms *cmd, void *cfg, const char *arg)
 {
     return parse_int(cmd, arg, 0, BANK_TOKEN_CACHE_MAX, &((bank_dir_conf *)cfg)->token_cache);
+}
+
+static const char *set_bvn_cache(cmd_parms *cmd, void *cfg, const char *arg)
+{
+    return parse_int(cmd, arg, 0, BANK_TOKEN_CACHE_MAX, &((bank_dir_conf *)cfg)->bvn_cache);
 }
 
 /* ATTEMPTS SECONDS of a throttle: 1..1000000 failures per 1 s..30 days. */
@@ -664,6 +674,9 @@ const command_rec bank_cmds[] = {
     AP_INIT_TAKE1("BankTokenCacheSeconds", set_token_cache, NULL, BANK_CTX,
                   "How long a verified token is kept per process, the longest a revoked token "
                   "still works there (default 5, 0 off, at most 60)"),
+    AP_INIT_TAKE1("BankBvnCacheSeconds", set_bvn_cache, NULL, BANK_CTX,
+                  "How long a verified customer's BVN answer is kept per process, refreshed "
+                  "within a second of any change (default 5, 0 off, at most 60)"),
     AP_INIT_TAKE12("BankPasswordVerifyConcurrency", set_verify_concurrency, NULL, BANK_CTX,
                    "Password verifications at once per process (default: the CPU count), and "
                    "how many more may wait (default: 16 per verification, within half of "

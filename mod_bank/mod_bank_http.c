@@ -76,7 +76,7 @@ static int write_json(request_rec *r, int status, json_object *doc)
     return bank_send_text(r, status, text, strlen(text));
 }
 
-int bank_send_json(request_rec *r, int status, json_object *body, const char *message)
+const char *bank_answer_text(request_rec *r, json_object *body, const char *message)
 {
     json_object *doc = bank_json_own(r->pool, json_object_new_object());
 
@@ -85,7 +85,13 @@ int bank_send_json(request_rec *r, int status, json_object *body, const char *me
     if (message) {
         json_object_object_add(doc, "message", json_object_new_string(message));
     }
-    return write_json(r, status, doc);
+    return bank_json_text(r->pool, doc);
+}
+
+int bank_send_json(request_rec *r, int status, json_object *body, const char *message)
+{
+    const char *text = bank_answer_text(r, body, message);
+    return bank_send_text(r, status, text, strlen(text));
 }
 
 int bank_error(request_rec *r, bank_error_id id, const char *message,

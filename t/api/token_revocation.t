@@ -10,15 +10,11 @@ use Apache::Test qw(-withtestmore);
 use Time::HiRes qw(time sleep);
 use MIME::Base64 ();
 use Bank::Test;
-use Bank::Servers qw(main_server start_server concurrent);
+use Bank::Servers qw(concurrent feed_servers poll_a_second);
 
 my $pg      = $ENV{BANK_DBDRIVER} ne 'sqlite3';
 my $path    = '/cached60/banks';
-my @servers = (['one', main_server()]);
-# Server two's connections carry their own application_name (its last DBDInitSQL), so the
-# test can kill them alone: the main server's pool stays sound for the tests after this one.
-push @servers, ['two', start_server(extra => qq{DBDInitSQL "SET application_name = 'bank_two'"\n})]
-  if $pg;
+my @servers = feed_servers('bank_two');
 my $per_server = 12;    # requests at once per server and round: more than its processes
 
 sub token_id {
@@ -68,17 +64,10 @@ sub refused_within_a_second {
     my ($token, $what, $revoke, $code, $error) = @_;
     $code  //= 401;
     $error //= 'E_UNAUTHORIZED_ACCESS';
-    $revoke->();
-    my $t0 = time;    # the revocation committed (or the expiry reached)
-    my ($last_ok, @codes) = (undef);
-    while (time - $t0 < 1.5) {
-        my $at = time;
-        @codes = round($token);
-        $last_ok = time if grep { $_ == 200 } @codes;
-        sleep 0.05 - (time - $at) if time - $at < 0.05;
-    }
-    ok(!defined $last_ok || $last_ok - $t0 < 1.0, "$what: refused by every process of every "
-        . 'server within 1 s') or diag(sprintf 'last 200 at %.3f s', $last_ok - $t0);
+    $revoke->();    # the revocation committed (or the expiry reached)
+    my ($last_ok, @codes) = poll_a_second(sub { round($token) }, sub { $_[0] == 200 });
+    ok(!defined $last_ok || $last_ok < 1.0, "$what: refused by every process of every "
+        . 'server within 1 s') or diag(sprintf 'last 200 at %.3f s', $last_ok);
     is(scalar(grep { $_ != $code } @codes), 0, "$what: and refused after") or diag("@codes");
     my $r = $servers[0][1]->request(GET => $path, headers => { Authorization => "Bearer $token" });
     assert_error($r, $code, $error, "$what: the error");

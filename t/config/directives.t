@@ -48,9 +48,11 @@ BankPasswordVerifyServerConcurrency 3
 BankPasswordDummyRefresh 86400
 BankPasswordVerifyMaxWait 60000
 BankTokenCacheSeconds 0
+BankBvnCacheSeconds 0
 <Location /api/auth/sign_in>
     BankPasswordVerifyConcurrency 2 0
     BankTokenCacheSeconds 60
+    BankBvnCacheSeconds 60
     SetHandler bank-sign-in
     BankMaxBody 1024
     BankTokenLifetime 120
@@ -214,6 +216,10 @@ my @bad = (
     ['BankTokenCacheSeconds 61',           'BankTokenCacheSeconds', 'over 60'],
     ['BankTokenCacheSeconds -1',           'BankTokenCacheSeconds', 'negative'],
     ['BankTokenCacheSeconds 5s',           'BankTokenCacheSeconds', 'not a number'],
+    ['BankBvnCacheSeconds 61',             'BankBvnCacheSeconds', 'over 60'],
+    ['BankBvnCacheSeconds -1',             'BankBvnCacheSeconds', 'negative'],
+    ['BankBvnCacheSeconds 5s',             'BankBvnCacheSeconds', 'not a number'],
+    ['BankBvnCacheSeconds',                'BankBvnCacheSeconds', 'no argument'],
     ['BankPasswordVerifyConcurrency 0',    'BankPasswordVerifyConcurrency', 'zero verifications'],
     ['BankPasswordVerifyConcurrency 257',  'BankPasswordVerifyConcurrency', 'over 256'],
     ['BankPasswordVerifyConcurrency two',  'BankPasswordVerifyConcurrency', 'not a number'],

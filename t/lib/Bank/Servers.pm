@@ -11,6 +11,9 @@ package Bank::Servers;
 #   my $mark = $two->error_log_mark;     # then $two->error_log_since($mark)
 #   pg_stop(); pg_start();               # the throwaway cluster of scripts/run-tests
 #   my $pid = pg_hold(3, $sql);          # another session holds what $sql locks, 3 s
+#   my @s = feed_servers('bank_two');    # [name, server]: the test server, and on PostgreSQL a
+#                                        # second whose connections carry that application_name
+#   my ($last, @r) = poll_a_second($round, $old);  # the caches' 1 s rule (below)
 #
 # t/api/pg_servers.t uses them for the cross-server cases of issue 6, point 4.
 use strict;
@@ -21,12 +24,13 @@ use File::Path qw(make_path);
 use HTTP::Response ();
 use LWP::UserAgent ();
 use POSIX ();
+use Time::HiRes ();
 use Apache::Test qw(-withtestmore);
 use Apache::TestRequest ();
 use Bank::Test qw(json_request db_value slurp spew free_port);
 
 our @EXPORT_OK = qw(require_pgsql require_sqlite main_server start_server concurrent pg_stop pg_start
-  pg_hold);
+  pg_hold feed_servers poll_a_second);
 
 # Skips the whole file unless the suite runs on PostgreSQL. The harness prints the reason
 # ("skipped: needs PostgreSQL ...") and scripts/run-tests repeats it in its summary.
@@ -140,6 +144,34 @@ sub start_server {
 
 # Fires every request at the same moment, each from its own process; returns the
 # HTTP::Response objects in order. A job: [$server, METHOD => $path, json_request options].
+# The servers of the revocation-feed tests: the test server, and on PostgreSQL a second one
+# whose connections carry application_name $app (its last DBDInitSQL), so that a test can kill
+# them alone and leave the main server's pool sound for the tests after it.
+sub feed_servers {
+    my ($app) = @_;
+    my @servers = (['one', main_server()]);
+    push @servers, ['two', start_server(extra => qq{DBDInitSQL "SET application_name = '$app'"\n})]
+      if $ENV{BANK_DBDRIVER} ne 'sqlite3';
+    return @servers;
+}
+
+# Runs $round->() every 50 ms for 1.5 s after a change committed (the caller made it just
+# before): how long after it the last answer $old->($answer) held was seen (undef: none), and
+# the last round's answers.
+sub poll_a_second {
+    my ($round, $old) = @_;
+    my $t0 = Time::HiRes::time();
+    my ($last_old, @last) = (undef);
+    while (Time::HiRes::time() - $t0 < 1.5) {
+        my $at = Time::HiRes::time();
+        @last = $round->();
+        $last_old = Time::HiRes::time() - $t0 if grep { $old->($_) } @last;
+        my $spent = Time::HiRes::time() - $at;
+        Time::HiRes::sleep(0.05 - $spent) if $spent < 0.05;
+    }
+    return ($last_old, @last);
+}
+
 sub concurrent {
     my @jobs = @_;
     pipe(my $go_r, my $go_w) or die "pipe: $!";
