@@ -23,7 +23,8 @@ typedef struct bank_token_cache_s bank_token_cache_t;
 
 /* A cache in p holding at most max_entries tokens, none trusted past max_age (the upper
  * bound of every caller's). NULL and *err on failure (no mutex or pool). Its memory stays
- * bounded: all entries are dropped together every max_age or when it is full. */
+ * bounded: all entries are dropped together every max_age, and once max_entries puts (a
+ * token put again counts again) were made since the last drop. */
 bank_token_cache_t *bank_token_cache_create(apr_pool_t *p, int max_entries, apr_time_t max_age,
                                             const char **err);
 

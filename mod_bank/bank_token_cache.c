@@ -1,7 +1,8 @@
 /* Verified rows per process (bank_token_cache.h): token rows, or the BVN answers the same
  * feed keeps true, each kept as its fields' strings. Entries live in one pool, dropped
- * together (every max_age, or when the table is full), so memory stays bounded without a
- * per-entry free; an invalidated entry is unlinked and its bytes go with the next drop. */
+ * together (every max_age, or once max_entries puts were made into it), so memory stays
+ * bounded without a per-entry free; an invalidated or replaced entry is unlinked and its
+ * bytes go with the next drop. */
 #include <string.h>
 #include <apr_strings.h>
 #include <apr_hash.h>
@@ -23,6 +24,8 @@ struct bank_token_cache_s {
     apr_hash_t *tokens; /* "scope/id" -> entry_t * */
     apr_time_t born, max_age;
     int max_entries, nfields;
+    int puts;       /* entries and touches written into this generation's pool */
+    int token_rows; /* the fields are a token row's (bank_token_cache_touched) */
     int distrusted;
     apr_uint64_t epoch; /* moves on every invalidation and distrust */
 };
@@ -49,7 +52,13 @@ bank_token_cache_t *bank_token_cache_create_fields(apr_pool_t *p, int max_entrie
 bank_token_cache_t *bank_token_cache_create(apr_pool_t *p, int max_entries, apr_time_t max_age,
                                             const char **err)
 {
-    return bank_token_cache_create_fields(p, max_entries, max_age, TOKEN_FIELDS, err);
+    bank_token_cache_t *c =
+        bank_token_cache_create_fields(p, max_entries, max_age, TOKEN_FIELDS, err);
+
+    if (c) {
+        c->token_rows = 1;
+    }
+    return c;
 }
 
 static const char *key_of(apr_pool_t *p, const void *scope, const char *id)
@@ -63,6 +72,7 @@ static void drop_all(bank_token_cache_t *c, apr_time_t now)
     apr_pool_clear(c->pool);
     c->tokens = apr_hash_make(c->pool);
     c->born = now;
+    c->puts = 0;
 }
 
 static void copy_fields(apr_pool_t *p, const char **to, const char *const *from, int n)
@@ -115,9 +125,12 @@ void bank_token_cache_put_fields(bank_token_cache_t *c, const void *scope, const
         apr_thread_mutex_unlock(c->lock);
         return;
     }
-    if (now - c->born >= c->max_age || (int)apr_hash_count(c->tokens) >= c->max_entries) {
+    /* every put's bytes stay until the drop, also those of an entry replaced or invalidated:
+     * counting puts, not entries, bounds the pool */
+    if (now - c->born >= c->max_age || c->puts >= c->max_entries) {
         drop_all(c, now);
     }
+    c->puts++;
     e = apr_pcalloc(c->pool, sizeof(*e));
     e->fields = apr_palloc(c->pool, sizeof(*e->fields) * (apr_size_t)c->nfields);
     copy_fields(c->pool, e->fields, fields, c->nfields);
@@ -161,8 +174,9 @@ void bank_token_cache_touched(bank_token_cache_t *c, const void *scope, const ch
     apr_snprintf(key, sizeof(key), "%pp/%s", scope, id);
     apr_thread_mutex_lock(c->lock);
     e = apr_hash_get(c->tokens, key, APR_HASH_KEY_STRING);
-    if (e && c->nfields == TOKEN_FIELDS) {
+    if (e && c->token_rows && c->puts < c->max_entries) {
         e->fields[F_LAST_USED] = apr_pstrdup(c->pool, last_used);
+        c->puts++;
     }
     apr_thread_mutex_unlock(c->lock);
 }

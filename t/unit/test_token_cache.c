@@ -138,6 +138,15 @@ static void test_bounded(apr_pool_t *p)
     CHECK(bank_token_cache_count(c) == 1);
     CHECK(bank_token_cache_get(c, p, &scope_a, "3", apr_time_from_sec(60), &got));
     CHECK(!bank_token_cache_get(c, p, &scope_a, "0", apr_time_from_sec(60), &got));
+    /* a key put again leaves the old bytes in the pool: puts count, not entries, so one
+     * token put over and over is dropped with the rest after max_entries puts */
+    bank_token_cache_put(c, &scope_a, "4", &row, apr_time_now(), bank_token_cache_epoch(c));
+    bank_token_cache_put(c, &scope_a, "4", &row, apr_time_now(), bank_token_cache_epoch(c));
+    CHECK(bank_token_cache_count(c) == 2);
+    bank_token_cache_put(c, &scope_a, "4", &row, apr_time_now(), bank_token_cache_epoch(c));
+    CHECK(bank_token_cache_count(c) == 1);
+    CHECK(!bank_token_cache_get(c, p, &scope_a, "3", apr_time_from_sec(60), &got));
+    CHECK(bank_token_cache_get(c, p, &scope_a, "4", apr_time_from_sec(60), &got));
 }
 
 /* ---- threads at once ---- */
