@@ -3,15 +3,16 @@
 -- BVN failure count, and each change to the identity records, whoever makes it (mod_bank,
 -- bankctl, another application's SQL), adds a row to the revocation feed in the same
 -- transaction: token_id -1 (no token) and the customer's id, or '*' for every customer (an
--- identity record changed, or a table truncated). The processes read these rows with the
--- token revocations (008) and drop the answers they name. A count's deletion (a success
--- clearing it, or the window's pruning) adds nothing: it never turns an answer away.
+-- identity record added, changed or deleted, or a table truncated: a record's BVN names no
+-- customer without the identity keys). The processes read these rows with the token
+-- revocations (008) and drop the answers they name. A count's deletion (a success clearing
+-- it, or the window's pruning) adds nothing: it never turns an answer away.
 ALTER TABLE auth_token_revocations ADD COLUMN IF NOT EXISTS customer_id text;
 
 CREATE OR REPLACE FUNCTION bvn_answers_changed() RETURNS trigger
 LANGUAGE plpgsql AS $$
 DECLARE
-    who text := '*';
+    who text;
 BEGIN
     IF TG_OP = 'TRUNCATE' OR TG_TABLE_NAME = 'bvn_records' THEN
         who := '*';
@@ -28,7 +29,11 @@ BEGIN
             VALUES (-1, NEW.customer_id);
         END IF;
     END IF;
-    DELETE FROM auth_token_revocations WHERE revoked_at < now() - interval '1 hour';
+    -- Rows older than an hour go (no cache entry lives over 60 s); rows another transaction
+    -- is removing are skipped, so concurrent writers never wait on each other here.
+    DELETE FROM auth_token_revocations WHERE seq IN (
+        SELECT seq FROM auth_token_revocations WHERE revoked_at < now() - interval '1 hour'
+        LIMIT 100 FOR UPDATE SKIP LOCKED);
     INSERT INTO auth_token_revocations (token_id, customer_id) VALUES (-1, who);
     RETURN NULL;
 END
@@ -47,8 +52,11 @@ DROP TRIGGER IF EXISTS accounts_answer_truncated ON accounts;
 CREATE TRIGGER accounts_answer_truncated AFTER TRUNCATE ON accounts
     FOR EACH STATEMENT EXECUTE FUNCTION bvn_answers_changed();
 DROP TRIGGER IF EXISTS bvn_records_answer_changed ON bvn_records;
-CREATE TRIGGER bvn_records_answer_changed AFTER INSERT OR UPDATE OR DELETE OR TRUNCATE
-    ON bvn_records FOR EACH STATEMENT EXECUTE FUNCTION bvn_answers_changed();
+CREATE TRIGGER bvn_records_answer_changed AFTER INSERT OR UPDATE OR DELETE ON bvn_records
+    FOR EACH ROW EXECUTE FUNCTION bvn_answers_changed();
+DROP TRIGGER IF EXISTS bvn_records_answer_truncated ON bvn_records;
+CREATE TRIGGER bvn_records_answer_truncated AFTER TRUNCATE ON bvn_records
+    FOR EACH STATEMENT EXECUTE FUNCTION bvn_answers_changed();
 DROP TRIGGER IF EXISTS throttle_counts_answer_changed ON throttle_counts;
 CREATE TRIGGER throttle_counts_answer_changed AFTER INSERT OR UPDATE ON throttle_counts
     FOR EACH ROW WHEN (NEW.scope = 'bvn') EXECUTE FUNCTION bvn_answers_changed();

@@ -3,10 +3,12 @@
 -- BVN failure count, and each change to the identity records, whoever makes it (mod_bank,
 -- bankctl, another application's SQL), adds a row to the revocation feed in the same
 -- transaction: token_id -1 (no token) and the customer's id, or '*' for every customer (an
--- identity record changed). The processes read these rows with the token revocations (008)
--- and drop the answers they name. A count's deletion (a success clearing it, or the
--- window's pruning) adds nothing: it never turns an answer away. Each trigger also removes
--- rows older than an hour, as the token triggers do.
+-- identity record added, changed or deleted: a record's BVN names no customer without the
+-- identity keys). The processes read these rows with the token revocations (008) and drop
+-- the answers they name. A count's deletion (a success clearing it, or the window's
+-- pruning) adds nothing: it never turns an answer away. The triggers of the changes that
+-- come most often (a customer's row, a failure counted) also remove rows older than an hour,
+-- as the token deletion's does (no cache entry lives over 60 s).
 ALTER TABLE auth_token_revocations ADD COLUMN customer_id TEXT;
 
 CREATE TRIGGER IF NOT EXISTS customers_answer_changed AFTER UPDATE ON customers

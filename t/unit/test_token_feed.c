@@ -321,9 +321,9 @@ static void test_apply_answers(apr_pool_t *p)
 
 /* What a BVN answer is made of, changed by another connection (009's triggers): the
  * customer's row, the customer's account, the customer's BVN failure count (added or
- * raised; not a count of another scope, nor a count's deletion), the identity records
- * (every customer), the customer deleted. A change to one customer leaves the other's
- * answer and the tokens alone. */
+ * raised; not a count of another scope, nor a count's deletion), a row of the identity
+ * records (every customer; a statement that changes none, nothing), the customer deleted. A change
+ * to one customer leaves the other's answer and the tokens alone. */
 static void test_answers_with_db(bank_db_t *db)
 {
     apr_pool_t *p = bank_db_pool(db);
@@ -398,6 +398,11 @@ static void test_answers_with_db(bank_db_t *db)
     answer(a, two.id);
     CHANGED("DELETE FROM accounts WHERE customer_id = '%s'", two.id);
     CHECK(!answered(a, p, two.id));
+
+    /* a statement on the records that changes no row drops nothing */
+    answer(a, one.id);
+    CHANGED("DELETE FROM bvn_records WHERE bvn = '%s'", "no-such-bvn");
+    CHECK(answered(a, p, one.id));
 
     answer(a, two.id);
     fixture_bvn(app, "Chidi", "Eze", "1991-02-03");
