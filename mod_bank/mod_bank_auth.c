@@ -36,11 +36,13 @@ APLOG_USE_MODULE(bank);
  * customer, for at most BankBvnCacheSeconds, and kept true by the same feed: the database's
  * triggers add the customer to it on every change of their row, account or BVN failure
  * count, and every customer on a change of the identity records (009_answer_feed.sql).
- * An answer is given from it only while the feed is current, as a token is. Fields of an
- * entry: the BVN and the date of birth it answers, and the answer's text. Fewer entries
- * than tokens: an answer is about a kilobyte. */
+ * An answer is given from it only while the feed is current, as a token is, and kept only if
+ * the feed was current before the database read began (so that the feed's next read reports
+ * any change the read did not see). Fields of an entry: the BVN and the date of birth it
+ * answers, the rule of the Location that answered (bank_bvn_question_t), and the answer's
+ * text. Fewer entries than tokens: an answer is about a kilobyte. */
 #define ANSWERS_MAX 2000
-enum { A_BVN, A_DOB, A_TEXT, A_FIELDS };
+enum { A_BVN, A_DOB, A_RULE, A_TEXT, A_FIELDS };
 
 static bank_token_cache_t *tokens;
 static bank_token_cache_t *answers; /* NULL: no answer is kept */
@@ -162,6 +164,15 @@ static int check_row(request_rec *r, const char *id, const char *secret,
     return OK;
 }
 
+/* The feed of r's server, if it was read within its interval (no read here). */
+static int feed_fresh(request_rec *r)
+{
+    server_rec *s = r->server;
+    bank_token_feed_t *f = feeds ? apr_hash_get(feeds, &s, sizeof(s)) : NULL;
+
+    return f && bank_token_feed_current(f, apr_time_now());
+}
+
 /* 1 if the cache may answer for r's server now: its revocation feed read within the
  * interval, by this request if no other did (the connection it took, if any, in *db). */
 static int feed_current(request_rec *r, bank_db_t **db)
@@ -212,6 +223,9 @@ int bank_authenticate(request_rec *r, bank_db_t *db, const char *ability, bank_p
     const char *plain = bank_bearer(r), *id, *secret;
     apr_time_t fetched = apr_time_now();
     apr_uint64_t epoch = tokens ? bank_token_cache_epoch(tokens) : 0;
+    /* kept only if the server's feed was current before the read: its next read then
+     * reports any revocation the read did not see (one cache serves every server's feed) */
+    int keep = cache_max_age(r) > 0 && feed_fresh(r);
     bank_token_row_t row;
     bank_db_rc rc;
     int status;
@@ -233,39 +247,56 @@ int bank_authenticate(request_rec *r, bank_db_t *db, const char *ability, bank_p
         return status;
     }
     touch(r, db, id, &row);
-    if (cache_max_age(r) > 0) {
+    if (keep) {
         bank_token_cache_put(tokens, r->server, id, &row, fetched, epoch);
     }
     return OK;
 }
 
-int bank_bvn_answer_get(request_rec *r, bank_db_t **db, const char *customer_id, const char *bvn,
-                        const char *dob, const char **text)
+int bank_bvn_answer_get(request_rec *r, bank_db_t **db, const char *customer_id,
+                        const bank_bvn_question_t *q, const char **text)
 {
     apr_time_t max_age = answers ? apr_time_from_sec(bank_conf_bvn_cache(bank_conf(r))) : 0;
     const char *f[A_FIELDS];
 
     if (max_age <= 0 || !feed_current(r, db) ||
-        !bank_token_cache_get_fields(answers, r->pool, r->server, customer_id, max_age, f) ||
-        !f[A_BVN] || strcmp(f[A_BVN], bvn) != 0 || !f[A_DOB] || strcmp(f[A_DOB], dob) != 0) {
+        !bank_token_cache_get_fields(answers, r->pool, r->server, customer_id, max_age, f)) {
+        return 0;
+    }
+    if (!f[A_BVN] || strcmp(f[A_BVN], q->bvn) != 0 || !f[A_DOB] || strcmp(f[A_DOB], q->dob) != 0 ||
+        !f[A_RULE] || strcmp(f[A_RULE], q->rule) != 0) {
+        /* Anything else sent for this customer is decided by the database, and the kept
+         * answer goes at once: a guess that fails here may be counted toward BankBvnThrottle,
+         * and no process should confirm a later guess before it hears of that count. */
+        bank_token_cache_invalidate(answers, customer_id);
         return 0;
     }
     *text = f[A_TEXT];
     return 1;
 }
 
-apr_uint64_t bank_bvn_answer_epoch(void)
+int bank_bvn_answer_epoch(request_rec *r, apr_uint64_t *epoch)
 {
-    return answers ? bank_token_cache_epoch(answers) : 0;
+    if (!answers || bank_conf_bvn_cache(bank_conf(r)) <= 0 || !feed_fresh(r)) {
+        return 0;
+    }
+    *epoch = bank_token_cache_epoch(answers);
+    return 1;
 }
 
-void bank_bvn_answer_put(request_rec *r, const char *customer_id, const char *bvn, const char *dob,
+void bank_bvn_answer_put(request_rec *r, const char *customer_id, const bank_bvn_question_t *q,
                          const char *text, apr_time_t fetched, apr_uint64_t epoch)
 {
-    const char *f[A_FIELDS] = {bvn, dob, text};
+    const char *f[A_FIELDS] = {q->bvn, q->dob, q->rule, text};
 
-    if (answers && bank_conf_bvn_cache(bank_conf(r)) > 0) {
-        bank_token_cache_put_fields(answers, r->server, customer_id, f, fetched, epoch);
+    bank_token_cache_put_fields(answers, r->server, customer_id, f, fetched, epoch);
+}
+
+void bank_bvn_answer_forget(request_rec *r, const char *customer_id)
+{
+    (void)r;
+    if (answers) {
+        bank_token_cache_invalidate(answers, customer_id);
     }
 }
 

@@ -97,16 +97,18 @@ static int throttled(request_rec *r, const bank_onboard_t *st)
     return bank_error_throttled(r, st->attempts, st->count.retry_after, "BVN");
 }
 
-/* What a repeat's answer is kept with (BankBvnCacheSeconds, mod_bank_auth.h): the date of
- * birth it answers, and when and at which epoch the database read began. */
+/* What a repeat's answer is kept with (BankBvnCacheSeconds, mod_bank_auth.h): what it
+ * answers, whether it may be kept, and when and at which epoch the database read began. */
 typedef struct {
-    const char *dob;
+    bank_bvn_question_t q;
+    int may;
     apr_time_t fetched;
     apr_uint64_t epoch;
 } keep_t;
 
-/* 200 with the verified customer; a repeat with no failure counted is kept for the next
- * (a count, or any other change, reaches every process through the revocation feed). */
+/* 200 with the verified customer. A repeat judged by what the database holds is kept for the
+ * next (any change to it reaches every process through the revocation feed); one an identity
+ * provider was asked about again (no record kept) is not. */
 static int verified(request_rec *r, const bank_onboard_t *st, const keep_t *keep)
 {
     json_object *body = bank_json_own(r->pool, json_object_new_object());
@@ -116,9 +118,8 @@ static int verified(request_rec *r, const bank_onboard_t *st, const keep_t *keep
     bank_metrics_outcome(r, st->opened ? BANK_M_BVN_VERIFIED : BANK_M_BVN_REPEAT);
     text = bank_answer_text(r, body,
                             st->opened ? "BVN verified successfully" : "BVN already verified");
-    if (!st->opened && st->count.failures == 0) {
-        bank_bvn_answer_put(r, st->customer_id, st->bvn, keep->dob, text, keep->fetched,
-                            keep->epoch);
+    if (keep->may && !st->opened && !st->kept.bvn) {
+        bank_bvn_answer_put(r, st->customer_id, &keep->q, text, keep->fetched, keep->epoch);
     }
     return bank_send_text(r, HTTP_OK, text, strlen(text));
 }
@@ -127,6 +128,9 @@ static int verified(request_rec *r, const bank_onboard_t *st, const keep_t *keep
 static int answer(request_rec *r, const bank_onboard_t *st, const bank_idp_onboard_t *idp,
                   const keep_t *keep)
 {
+    if (st->throttled || st->record != BANK_RECORD_OK) {
+        bank_bvn_answer_forget(r, st->customer_id); /* the feed tells the other processes */
+    }
     if (st->record == BANK_RECORD_UNAVAILABLE) {
         return bank_idp_unavailable(r, idp); /* logged where the provider failed */
     }
@@ -239,15 +243,18 @@ int bank_bvn_handler(request_rec *r)
         return rc;
     }
     /* A verified customer's repeat, answered before and unchanged since: no statement. */
-    if (bank_bvn_answer_get(r, &db, st.customer_id, st.bvn, dob, &text)) {
+    keep.q.bvn = st.bvn;
+    keep.q.dob = dob;
+    keep.q.rule = apr_psprintf(r->pool, "%d/%" APR_INT64_T_FMT "/%s", st.attempts, st.window,
+                               st.provider ? st.provider->source : "table");
+    if (bank_bvn_answer_get(r, &db, st.customer_id, &keep.q, &text)) {
         bank_metrics_outcome(r, BANK_M_BVN_REPEAT);
         return bank_send_text(r, HTTP_OK, text, strlen(text));
     }
     if (!db && !(db = bank_db(r))) {
         return bank_error_db(r, NULL, BANK_DB_ERROR, "BVN onboarding");
     }
-    keep.dob = dob;
-    keep.epoch = bank_bvn_answer_epoch();
+    keep.may = bank_bvn_answer_epoch(r, &keep.epoch);
     keep.fetched = apr_time_now();
     drc = bank_onboard(db, &st, dob, &bank);
     if (st.opening) {

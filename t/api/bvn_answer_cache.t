@@ -6,13 +6,15 @@
 # changed by another application's SQL, the identity record deleted, wrong attempts on another
 # server reaching BankBvnThrottle. On PostgreSQL two servers share the database, and the
 # connections server two reads the feed on are killed (pg_terminate_backend) before a change;
-# on SQLite one server.
+# on SQLite one server. An answer is not given to a Location of another BankBvnThrottle, and
+# (on a server of one process) a request with other values drops the kept answer at once.
 use strict;
 use warnings FATAL => 'all';
 use Apache::Test qw(-withtestmore);
 use Bank::Test;
 use Bank::BvnTest;
-use Bank::Servers qw(concurrent feed_servers poll_a_second);
+use Bank::SignIn qw(iso_ago);
+use Bank::Servers qw(concurrent feed_servers poll_a_second start_server one_process);
 
 my $pg      = $ENV{BANK_DBDRIVER} ne 'sqlite3';
 my $path    = '/cached60/onboarding/bvn';
@@ -155,6 +157,69 @@ sub changed_within_a_second {
     my $r = json_request(bvn_req($v, path => $path));
     assert_error($r, 429, 'E_TOO_MANY_REQUESTS', 'throttled after the mismatches');
     like($r->header('Retry-After') // '', qr/^\d+$/, 'throttled: Retry-After');
+}
+
+# --- another Location's rule: BankBvnThrottle 5 5 there, 5 a day here --------------------------
+# Five failures counted 10 s ago: over the limit for a day's window, expired for 5 s. The
+# short Location answers 200 and keeps it on every process; this Location must still say 429.
+{
+    my $v = verified();
+    my $id = $v->{c}{id};
+    db_exec("INSERT INTO throttle_counts (scope, subject, failures, window_start)"
+        . " VALUES ('bvn', '$id', 5, '${\ iso_ago(10)}')");
+    sleep 0.3;    # the feed heard of the count everywhere
+    my $short = '/cached60/short/onboarding/bvn';
+    my @kept;
+    for (1 .. 3) {
+        @kept = concurrent(map { my $s = $_->[1]; map { [$s, bvn_req($v, path => $short)] }
+            1 .. $per_server } @servers);
+    }
+    is(scalar(grep { $_->code != 200 } @kept), 0, 'the 5 s window: 200, kept');
+    my @long = round($v);
+    is(scalar(grep { $_->code != 429 } @long), 0,
+        'the day\'s window on every process: 429, not the other Location\'s kept answer')
+      or diag(join ' ', map { $_->code } @long);
+    assert_error($long[0], 429, 'E_TOO_MANY_REQUESTS', 'the day\'s window');
+}
+
+# --- one process: other values drop the kept answer at once -------------------------------------
+# A server of one process: the answer kept, then the balance raised unseen by the feed. Another
+# BVN (409, nothing written, nothing on the feed) must drop the kept answer there, so that the
+# right values are read from the database again: the new balance.
+{
+    my $one = start_server(extra => one_process(8));
+    my $v = verified();
+    my $id = $v->{c}{id};
+    my $ask = sub { $one->request(bvn_req($v, path => $path, @_)) };
+    $ask->() for 1 .. 3;
+    unseen($v, "UPDATE accounts SET balance_minor = 1 WHERE customer_id = '$id'");
+    is(balance_of($ask->()), '0.00', 'one process: the kept answer');
+    my $other = $ask->(bvn => substr($v->{bvn}, 0, 10) . ((substr($v->{bvn}, 10) + 1) % 10));
+    assert_error($other, 409, 'E_ALREADY_VERIFIED', 'one process: another BVN');
+    is(balance_of($ask->()), '0.01', 'one process: after another BVN, read again');
+    $one->stop;
+}
+
+# --- a repeat an identity provider was asked about again is not kept ----------------------------
+# Verified through the records table, the record then deleted: a repeat on a Location with a
+# provider asks it every time (nothing of it was kept in the database), and so must it here.
+{
+    my $dir = $ENV{BANK_TEST_ROOT};
+    my $v = verified();
+    my $id = $v->{c}{id};
+    open my $f, '>', "$dir/fake-ids/$v->{bvn}" or die "fake-ids: $!";
+    print $f "Ada||Obi|$v->{dob}\n";
+    close $f;
+    db_exec("DELETE FROM bvn_records WHERE bvn_hash = (SELECT bvn_hash FROM customers WHERE id = '$id')");
+    my $hits = sub {
+        open my $h, '<', "$dir/fake-hits" or return 0;
+        return scalar grep { /^ok / } <$h>;
+    };
+    my $before = $hits->();
+    my @codes = map { json_request(bvn_req($v, path => '/cached60/dojah/onboarding/bvn'))->code }
+      1 .. 4;
+    is("@codes", '200 200 200 200', 'provider repeats: 200');
+    is($hits->() - $before, 4, 'provider repeats: the provider asked every time, nothing kept');
 }
 
 # --- PostgreSQL: the feed's connections killed, then a change ---------------------------------

@@ -16,7 +16,7 @@ use MIME::Base64 ();
 use POSIX ();
 use Time::HiRes ();
 use Bank::Test;
-use Bank::Servers qw(require_pgsql concurrent);
+use Bank::Servers qw(require_pgsql concurrent one_process);
 use Bank::Webhook;
 use Bank::SignIn;
 use Bank::Ha;
@@ -114,16 +114,7 @@ unlike($res->content, qr/oat_/, 'standby gone: no token in the answer');
 # notices are refused at once, and every answer comes within the bound: notices 503 with
 # Retry-After, bank lists 200.
 {
-    my ($few) = $ha->servers(1, extra => <<"CONF");
-BankDatabaseTimeout $BOUND
-StartServers 1
-ServerLimit 1
-ThreadLimit 8
-ThreadsPerChild 8
-MaxRequestWorkers 8
-MinSpareThreads 1
-MaxSpareThreads 8
-CONF
+    my ($few) = $ha->servers(1, extra => "BankDatabaseTimeout $BOUND\n" . one_process(8));
     my $load = $ha->load([$few], token => $customers[0]{token}, workers => 16, timeout => 30);
     my $t_load = Time::HiRes::time();
     Time::HiRes::sleep(5);

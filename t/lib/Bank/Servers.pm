@@ -11,6 +11,7 @@ package Bank::Servers;
 #   my $mark = $two->error_log_mark;     # then $two->error_log_since($mark)
 #   pg_stop(); pg_start();               # the throwaway cluster of scripts/run-tests
 #   my $pid = pg_hold(3, $sql);          # another session holds what $sql locks, 3 s
+#   start_server(extra => one_process(8));  # a server of one process of 8 threads
 #   my @s = feed_servers('bank_two');    # [name, server]: the test server, and on PostgreSQL a
 #                                        # second whose connections carry that application_name
 #   my ($last, @r) = poll_a_second($round, $old);  # the caches' 1 s rule (below)
@@ -30,7 +31,7 @@ use Apache::TestRequest ();
 use Bank::Test qw(json_request db_value slurp spew free_port);
 
 our @EXPORT_OK = qw(require_pgsql require_sqlite main_server start_server concurrent pg_stop pg_start
-  pg_hold feed_servers poll_a_second);
+  pg_hold feed_servers poll_a_second one_process);
 
 # Skips the whole file unless the suite runs on PostgreSQL. The harness prints the reason
 # ("skipped: needs PostgreSQL ...") and scripts/run-tests repeats it in its summary.
@@ -142,8 +143,14 @@ sub start_server {
     die "second httpd did not answer on port $port: " . $self->error_log_since(0);
 }
 
-# Fires every request at the same moment, each from its own process; returns the
-# HTTP::Response objects in order. A job: [$server, METHOD => $path, json_request options].
+# The MPM lines of a server of one process of $threads threads (start_server's extra).
+sub one_process {
+    my ($threads) = @_;
+    return join '', map { "$_\n" } 'StartServers 1', 'ServerLimit 1', "ThreadLimit $threads",
+      "ThreadsPerChild $threads", "MaxRequestWorkers $threads", 'MinSpareThreads 1',
+      "MaxSpareThreads $threads";
+}
+
 # The servers of the revocation-feed tests: the test server, and on PostgreSQL a second one
 # whose connections carry application_name $app (its last DBDInitSQL), so that a test can kill
 # them alone and leave the main server's pool sound for the tests after it.
@@ -156,22 +163,27 @@ sub feed_servers {
 }
 
 # Runs $round->() every 50 ms for 1.5 s after a change committed (the caller made it just
-# before): how long after it the last answer $old->($answer) held was seen (undef: none), and
-# the last round's answers.
+# before): how long after it the last answer $old->($answer) held was asked for (undef: none),
+# and the last round's answers. A round of concurrent() requests is stamped when they were
+# sent (after its forks), not when the slowest came back.
+our $sent_at;
 sub poll_a_second {
     my ($round, $old) = @_;
     my $t0 = Time::HiRes::time();
     my ($last_old, @last) = (undef);
     while (Time::HiRes::time() - $t0 < 1.5) {
         my $at = Time::HiRes::time();
+        $sent_at = undef;
         @last = $round->();
-        $last_old = Time::HiRes::time() - $t0 if grep { $old->($_) } @last;
+        $last_old = ($sent_at // $at) - $t0 if grep { $old->($_) } @last;
         my $spent = Time::HiRes::time() - $at;
         Time::HiRes::sleep(0.05 - $spent) if $spent < 0.05;
     }
     return ($last_old, @last);
 }
 
+# Fires every request at the same moment, each from its own process; returns the
+# HTTP::Response objects in order. A job: [$server, METHOD => $path, json_request options].
 sub concurrent {
     my @jobs = @_;
     pipe(my $go_r, my $go_w) or die "pipe: $!";
@@ -190,6 +202,7 @@ sub concurrent {
         }
         push @kids, [$pid, $file];
     }
+    $sent_at = Time::HiRes::time();    # every child forked: the requests go now
     close $go_r;
     close $go_w;
     my @out;
