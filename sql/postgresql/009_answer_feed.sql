@@ -9,6 +9,32 @@
 -- it, or the window's pruning) adds nothing: it never turns an answer away.
 ALTER TABLE auth_token_revocations ADD COLUMN IF NOT EXISTS customer_id text;
 
+-- Rows older than an hour go (no cache entry lives over 60 s), at most 100 at a time, by one
+-- transaction at a time: the others skip it rather than wait on the rows it deletes (so
+-- writers of different tables never wait on, or deadlock with, each other here). An advisory
+-- lock needs no privilege on the table beyond the DELETE.
+CREATE OR REPLACE FUNCTION auth_token_revocations_prune() RETURNS void
+LANGUAGE plpgsql AS $$
+BEGIN
+    IF pg_try_advisory_xact_lock(hashtext('auth_token_revocations_prune')) THEN
+        DELETE FROM auth_token_revocations WHERE seq IN (
+            SELECT seq FROM auth_token_revocations
+             WHERE revoked_at < now() - interval '1 hour' LIMIT 100);
+    END IF;
+END
+$$;
+
+-- The token triggers' function of 008, pruning the same way.
+CREATE OR REPLACE FUNCTION auth_access_tokens_revoked() RETURNS trigger
+LANGUAGE plpgsql AS $$
+BEGIN
+    PERFORM auth_token_revocations_prune();
+    INSERT INTO auth_token_revocations (token_id)
+    VALUES (CASE WHEN TG_OP = 'TRUNCATE' THEN 0 ELSE OLD.id END);
+    RETURN NULL;
+END
+$$;
+
 CREATE OR REPLACE FUNCTION bvn_answers_changed() RETURNS trigger
 LANGUAGE plpgsql AS $$
 DECLARE
@@ -29,11 +55,7 @@ BEGIN
             VALUES (-1, NEW.customer_id);
         END IF;
     END IF;
-    -- Rows older than an hour go (no cache entry lives over 60 s); rows another transaction
-    -- is removing are skipped, so concurrent writers never wait on each other here.
-    DELETE FROM auth_token_revocations WHERE seq IN (
-        SELECT seq FROM auth_token_revocations WHERE revoked_at < now() - interval '1 hour'
-        LIMIT 100 FOR UPDATE SKIP LOCKED);
+    PERFORM auth_token_revocations_prune();
     INSERT INTO auth_token_revocations (token_id, customer_id) VALUES (-1, who);
     RETURN NULL;
 END

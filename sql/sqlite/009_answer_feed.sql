@@ -6,9 +6,10 @@
 -- identity record added, changed or deleted: a record's BVN names no customer without the
 -- identity keys). The processes read these rows with the token revocations (008) and drop
 -- the answers they name. A count's deletion (a success clearing it, or the window's
--- pruning) adds nothing: it never turns an answer away. The triggers of the changes that
--- come most often (a customer's row, a failure counted) also remove rows older than an hour,
--- as the token deletion's does (no cache entry lives over 60 s).
+-- pruning) adds nothing: it never turns an answer away. Two of these triggers (a customer's
+-- row changed, a first failure counted) also remove rows older than an hour, as the token
+-- deletion's does (no cache entry lives over 60 s); SQLite has one writer at a time, so no
+-- writer waits on another's pruning.
 ALTER TABLE auth_token_revocations ADD COLUMN customer_id TEXT;
 
 CREATE TRIGGER IF NOT EXISTS customers_answer_changed AFTER UPDATE ON customers
