@@ -11,6 +11,7 @@
 use strict;
 use warnings FATAL => 'all';
 use Apache::Test qw(-withtestmore);
+use Time::HiRes ();
 use Bank::Test;
 use Bank::BvnTest;
 use Bank::SignIn qw(iso_ago);
@@ -64,6 +65,7 @@ sub cached_everywhere {
         @stale = grep { balance_of($_) ne '0.00' } round($v);
         unseen($v, "UPDATE accounts SET balance_minor = balance_minor - 1 WHERE customer_id = '$id'");
         last unless @stale;
+        diag("$what: try $try, " . scalar(@stale) . ' answers read from the database');
     }
     is(scalar @stale, 0, "$what: every process of every server answers from its cache")
       or diag(join ' ', map { $_->code . ':' . balance_of($_) } @stale);
@@ -167,7 +169,7 @@ sub changed_within_a_second {
     my $id = $v->{c}{id};
     db_exec("INSERT INTO throttle_counts (scope, subject, failures, window_start)"
         . " VALUES ('bvn', '$id', 5, '${\ iso_ago(10)}')");
-    sleep 0.3;    # the feed heard of the count everywhere
+    Time::HiRes::sleep(0.3);    # every process's feed heard of the count
     my $short = '/cached60/short/onboarding/bvn';
     my @kept;
     for (1 .. 3) {

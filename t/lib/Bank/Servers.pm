@@ -12,6 +12,7 @@ package Bank::Servers;
 #   pg_stop(); pg_start();               # the throwaway cluster of scripts/run-tests
 #   my $pid = pg_hold(3, $sql);          # another session holds what $sql locks, 3 s
 #   start_server(extra => one_process(8));  # a server of one process of 8 threads
+#   start_server(extra => processes(2, 8)); # two processes, none added or stopped
 #   my @s = feed_servers('bank_two');    # [name, server]: the test server, and on PostgreSQL a
 #                                        # second whose connections carry that application_name
 #   my ($last, @r) = poll_a_second($round, $old);  # the caches' 1 s rule (below)
@@ -31,7 +32,7 @@ use Apache::TestRequest ();
 use Bank::Test qw(json_request db_value slurp spew free_port);
 
 our @EXPORT_OK = qw(require_pgsql require_sqlite main_server start_server concurrent pg_stop pg_start
-  pg_hold feed_servers poll_a_second one_process);
+  pg_hold feed_servers poll_a_second one_process processes);
 
 # Skips the whole file unless the suite runs on PostgreSQL. The harness prints the reason
 # ("skipped: needs PostgreSQL ...") and scripts/run-tests repeats it in its summary.
@@ -143,21 +144,28 @@ sub start_server {
     die "second httpd did not answer on port $port: " . $self->error_log_since(0);
 }
 
-# The MPM lines of a server of one process of $threads threads (start_server's extra).
-sub one_process {
-    my ($threads) = @_;
-    return join '', map { "$_\n" } 'StartServers 1', 'ServerLimit 1', "ThreadLimit $threads",
-      "ThreadsPerChild $threads", "MaxRequestWorkers $threads", 'MinSpareThreads 1',
-      "MaxSpareThreads $threads";
+# The MPM lines of a server of $n processes of $threads threads each, all started at once and
+# none stopped or added while it runs (start_server's extra).
+sub processes {
+    my ($n, $threads) = @_;
+    my $all = $n * $threads;
+    return join '', map { "$_\n" } "StartServers $n", "ServerLimit $n", "ThreadLimit $threads",
+      "ThreadsPerChild $threads", "MaxRequestWorkers $all", 'MinSpareThreads 1',
+      "MaxSpareThreads $all";
 }
 
-# The servers of the revocation-feed tests: the test server, and on PostgreSQL a second one
-# whose connections carry application_name $app (its last DBDInitSQL), so that a test can kill
-# them alone and leave the main server's pool sound for the tests after it.
+# A server of one process of $threads threads.
+sub one_process { return processes(1, $_[0]) }
+
+# The servers of the revocation-feed tests, each of two processes that live as long as it
+# does (so that "every process" is the same processes from one round to the next): one, and
+# on PostgreSQL a second whose connections carry application_name $app (its last
+# DBDInitSQL), so that a test can kill them alone. Stop them with ->stop.
 sub feed_servers {
     my ($app) = @_;
-    my @servers = (['one', main_server()]);
-    push @servers, ['two', start_server(extra => qq{DBDInitSQL "SET application_name = '$app'"\n})]
+    my @servers = (['one', start_server(extra => processes(2, 8))]);
+    push @servers, ['two', start_server(extra => processes(2, 8)
+        . qq{DBDInitSQL "SET application_name = '$app'"\n})]
       if $ENV{BANK_DBDRIVER} ne 'sqlite3';
     return @servers;
 }
