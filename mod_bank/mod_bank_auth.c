@@ -164,21 +164,33 @@ static int check_row(request_rec *r, const char *id, const char *secret,
     return OK;
 }
 
-/* The feed of r's server, if it was read within its interval (no read here). */
-static int feed_fresh(request_rec *r)
+/* The revocation feed of r's server (NULL: none, no cache). */
+static bank_token_feed_t *feed_of(request_rec *r)
 {
     server_rec *s = r->server;
-    bank_token_feed_t *f = feeds ? apr_hash_get(feeds, &s, sizeof(s)) : NULL;
+    return feeds ? apr_hash_get(feeds, &s, sizeof(s)) : NULL;
+}
 
-    return f && bank_token_feed_current(f, apr_time_now());
+/* 1 and *epoch (taken now, before the database read whose row or answer is then put) if c
+ * may keep what is read from now on for seconds: only while r's server's feed is current
+ * (no read here), so that its next read reports any change the database read did not see
+ * (one cache serves every server's feed). */
+static int may_keep(request_rec *r, bank_token_cache_t *c, apr_int64_t seconds, apr_uint64_t *epoch)
+{
+    bank_token_feed_t *f = feed_of(r);
+
+    if (!c || seconds <= 0 || !f || !bank_token_feed_current(f, apr_time_now())) {
+        return 0;
+    }
+    *epoch = bank_token_cache_epoch(c);
+    return 1;
 }
 
 /* 1 if the cache may answer for r's server now: its revocation feed read within the
  * interval, by this request if no other did (the connection it took, if any, in *db). */
 static int feed_current(request_rec *r, bank_db_t **db)
 {
-    server_rec *s = r->server;
-    bank_token_feed_t *f = apr_hash_get(feeds, &s, sizeof(s));
+    bank_token_feed_t *f = feed_of(r);
     apr_time_t now = apr_time_now();
 
     if (!f) {
@@ -222,10 +234,8 @@ int bank_authenticate(request_rec *r, bank_db_t *db, const char *ability, bank_p
 {
     const char *plain = bank_bearer(r), *id, *secret;
     apr_time_t fetched = apr_time_now();
-    apr_uint64_t epoch = tokens ? bank_token_cache_epoch(tokens) : 0;
-    /* kept only if the server's feed was current before the read: its next read then
-     * reports any revocation the read did not see (one cache serves every server's feed) */
-    int keep = cache_max_age(r) > 0 && feed_fresh(r);
+    apr_uint64_t epoch = 0;
+    int keep = may_keep(r, tokens, bank_conf_token_cache(bank_conf(r)), &epoch);
     bank_token_row_t row;
     bank_db_rc rc;
     int status;
@@ -268,7 +278,7 @@ int bank_bvn_answer_get(request_rec *r, bank_db_t **db, const char *customer_id,
         /* Anything else sent for this customer is decided by the database, and the kept
          * answer goes at once: a guess that fails here may be counted toward BankBvnThrottle,
          * and no process should confirm a later guess before it hears of that count. */
-        bank_token_cache_invalidate(answers, customer_id);
+        bank_bvn_answer_forget(r, customer_id);
         return 0;
     }
     *text = f[A_TEXT];
@@ -277,11 +287,7 @@ int bank_bvn_answer_get(request_rec *r, bank_db_t **db, const char *customer_id,
 
 int bank_bvn_answer_epoch(request_rec *r, apr_uint64_t *epoch)
 {
-    if (!answers || bank_conf_bvn_cache(bank_conf(r)) <= 0 || !feed_fresh(r)) {
-        return 0;
-    }
-    *epoch = bank_token_cache_epoch(answers);
-    return 1;
+    return may_keep(r, answers, bank_conf_bvn_cache(bank_conf(r)), epoch);
 }
 
 void bank_bvn_answer_put(request_rec *r, const char *customer_id, const bank_bvn_question_t *q,
