@@ -1,7 +1,7 @@
 # A sign-in flood against the default verification bound (docs/configuration.md,
-# BankPasswordVerifyConcurrency): with the processes and threads the dev server ships (its
-# MPM lines, read from conf/dev-httpd.conf.in, the same as packaging/deb/site.conf and
-# docs/deployment.md) and the defaults derived from them and from the CPUs, a sign-in among
+# BankPasswordVerifyConcurrency): with the MPM, processes and threads the dev server ships
+# (its MPM lines, read from conf/dev-httpd.conf.in, the same as docs/deployment.md's) and the
+# defaults derived from them and from the CPUs, a sign-in among
 # 64, 200 or 1,000 concurrent ones is answered within 2 s, or refused with 503 and
 # Retry-After; the flood's own sign-ins too. Nothing waits 20 s.
 use strict;
@@ -19,10 +19,12 @@ $cpus ||= 1;
 # defaults (the CPU count and 1000 ms: the suite's own configuration sets 1 and 20000);
 # /plain/sign_in sets no bound of its own.
 my $mpm_names = qr/StartServers|ServerLimit|ThreadLimit|ThreadsPerChild|MaxRequestWorkers|MinSpareThreads|MaxSpareThreads|AsyncRequestWorkerFactor/;
-my @mpm       = slurp(getcwd() . '/conf/dev-httpd.conf.in') =~ /^((?:$mpm_names)\s+\d+)\s*$/mg;
+my $dev       = slurp(getcwd() . '/conf/dev-httpd.conf.in');
+my ($mpm_kind) = $dev =~ /^LoadModule mpm_(\w+)_module /m;
+my @mpm       = $dev =~ /^((?:$mpm_names)\s+\d+)\s*$/mg;
 my %mpm       = map { split ' ' } @mpm;
-cmp_ok($mpm{ThreadsPerChild} // 0, '>=', 256, 'the shipped MPM settings read: ' . join('; ', @mpm));
-my $two = start_server(extra => join("\n", @mpm, <<"CONF"));
+cmp_ok($mpm{ThreadsPerChild} // 0, '>=', 256, "the shipped MPM settings read: $mpm_kind; " . join('; ', @mpm));
+my $two = start_server(mpm => $mpm_kind, extra => join("\n", @mpm, <<"CONF"));
 BankPasswordVerifyServerConcurrency $cpus
 BankPasswordVerifyMaxWait 1000
 CONF
@@ -38,6 +40,7 @@ CONF
     }
     is(scalar(grep { $_ >= $mpm{ThreadsPerChild} } @threads), $mpm{StartServers},
         "$mpm{StartServers} processes of at least $mpm{ThreadsPerChild} threads (threads: @threads)");
+    like(slurp("/proc/$ppid/maps"), qr{/mod_mpm_\Q$mpm_kind\E\.so$}m, "the $mpm_kind MPM runs");
 }
 my $c   = new_customer();
 my $tag = unique();

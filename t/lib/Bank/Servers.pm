@@ -13,6 +13,7 @@ package Bank::Servers;
 #   my $pid = pg_hold(3, $sql);          # another session holds what $sql locks, 3 s
 #   start_server(extra => one_process(8));  # a server of one process of 8 threads
 #   start_server(extra => processes(2, 8)); # two processes, none added or stopped
+#   start_server(mpm => 'worker', extra => ...); # another MPM than the suite's event MPM
 #   my @s = feed_servers('bank_two');    # [name, server]: the test server, and on PostgreSQL a
 #                                        # second whose connections carry that application_name
 #   my ($last, @r) = poll_a_second($round, $old);  # the caches' 1 s rule (below)
@@ -126,6 +127,7 @@ sub start_server {
         s{^(\s*)DefaultRunTimeDir\s.*}{$1DefaultRunTimeDir "$dir/logs"};
         s{^(\s*)DefaultStateDir\s.*}{$1DefaultStateDir "$dir/state"};
         s{^(\s*)Include\s+"?\S*/extra\.conf"?\s*$}{$1Include "$dir/extra.conf"};
+        s{mpm_event}{mpm_$o{mpm}}g if $o{mpm};    # another MPM: its LoadModule and IfModule
         push @conf, $_;
     }
     spew("$dir/httpd.conf", join("\n", @conf) . "\n");
