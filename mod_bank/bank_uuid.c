@@ -20,7 +20,7 @@ char *bank_uuid4(apr_pool_t *p)
 {
     unsigned char b[16];
 
-    if (bank_random_bytes(b, sizeof(b)) != 0) {
+    if (bank_random_id_bytes(b, sizeof(b)) != 0) {
         return NULL;
     }
     b[6] = (unsigned char)((b[6] & 0x0f) | 0x40); /* version 4 */
@@ -56,7 +56,7 @@ char *bank_uuid7(apr_pool_t *p)
     apr_uint64_t ms;
     int i;
 
-    if (bank_random_bytes(b + 8, 8) != 0) {
+    if (bank_random_id_bytes(b + 8, 8) != 0) {
         return NULL;
     }
     stamp = uuid7_stamp();

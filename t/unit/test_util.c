@@ -1,6 +1,8 @@
 /* Unit tests for the small core helpers: encodings, digests, randomness, UUIDs and time. */
 #include "unit.h"
 
+#include <unistd.h>
+#include <sys/wait.h>
 #include <apr_strings.h>
 
 #include "bank_digest.h"
@@ -133,6 +135,51 @@ static void test_random(apr_pool_t *p)
     CHECK(s && strchr(s, 'a') && strchr(s, 'b'));
     CHECK_STR(bank_random_string(p, 0, "xyz"), "");
     CHECK(bank_random_string(p, 5, "") == NULL);
+}
+
+/* Identifier bytes: no draw repeats, across refills of a thread's block and across threads, and
+ * a forked child does not hand out the bytes its parent holds next. */
+static void *draw_in_thread(void *arg)
+{
+    return bank_random_id_bytes(arg, 8) == 0 ? arg : NULL;
+}
+
+static void test_random_ids(void)
+{
+    unsigned char ids[101][8], big[100] = {0}, zero[100] = {0}, child[8] = {0};
+    pthread_t t;
+    void *got = NULL;
+    int fds[2], i, j, distinct = 1, drawn = 1;
+    pid_t pid;
+
+    for (i = 0; i < 100; i++) { /* 800 bytes: the thread's block is refilled three times */
+        drawn &= bank_random_id_bytes(ids[i], 8) == 0;
+    }
+    CHECK(drawn);
+    CHECK(pthread_create(&t, NULL, draw_in_thread, ids[100]) == 0 && pthread_join(t, &got) == 0);
+    CHECK(got == ids[100]);
+    for (i = 0; i < 101; i++) {
+        for (j = i + 1; j < 101; j++) {
+            distinct &= memcmp(ids[i], ids[j], 8) != 0;
+        }
+    }
+    CHECK(distinct);
+    CHECK(bank_random_id_bytes(big, sizeof(big)) == 0 && memcmp(big, zero, sizeof(big)) != 0);
+
+    CHECK(pipe(fds) == 0);
+    pid = fork();
+    if (pid == 0) {
+        unsigned char c[8];
+        _exit(bank_random_id_bytes(c, sizeof(c)) == 0 && write(fds[1], c, sizeof(c)) == 8 ? 0 : 1);
+    }
+    CHECK(pid > 0 && read(fds[0], child, sizeof(child)) == 8);
+    CHECK(bank_random_id_bytes(ids[0], 8) == 0);
+    CHECK(memcmp(child, ids[0], 8) != 0); /* the same without the child's refill */
+    if (pid > 0) {
+        waitpid(pid, NULL, 0);
+    }
+    close(fds[0]);
+    close(fds[1]);
 }
 
 static void test_uuid(apr_pool_t *p)
@@ -297,6 +344,7 @@ static void run_tests(apr_pool_t *p)
     test_base64(p);
     test_digests(p);
     test_random(p);
+    test_random_ids();
     test_uuid(p);
     test_time(p);
 }
