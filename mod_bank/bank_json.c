@@ -353,12 +353,44 @@ json_object *bank_json_own(apr_pool_t *p, json_object *o)
     return o;
 }
 
+static apr_status_t free_tokener(void *tok)
+{
+    json_tokener_free(tok);
+    return APR_SUCCESS;
+}
+
+#define KEPT_TOKENER "bank_json_tokener"
+
+/* keep's parser, reset, or a new one kept there; NULL keep (or a long text): a new one, freed
+ * by the caller (*own set). */
+static json_tokener *tokener(apr_pool_t *keep, apr_size_t len, int *own)
+{
+    void *kept = NULL;
+    json_tokener *tok;
+
+    *own = !keep || len > BANK_JSON_KEEP_MAX;
+    if (!*own && apr_pool_userdata_get(&kept, KEPT_TOKENER, keep) == APR_SUCCESS && kept) {
+        json_tokener_reset(kept);
+        return kept;
+    }
+    /* json-c counts the top level as depth 1; one more lets 16 nested levels through. */
+    if (!(tok = json_tokener_new_ex(BANK_JSON_MAX_DEPTH + 1))) {
+        return NULL;
+    }
+    json_tokener_set_flags(tok, JSON_TOKENER_STRICT | JSON_TOKENER_VALIDATE_UTF8);
+    if (!*own && apr_pool_userdata_set(tok, KEPT_TOKENER, free_tokener, keep) != APR_SUCCESS) {
+        *own = 1;
+    }
+    return tok;
+}
+
 /* The text is refused if *why is set; JSON null is NULL with *why left NULL. The object test
  * comes before the number test so bank_json_parse_object keeps its messages' order. */
-static json_object *parse(apr_pool_t *p, const char *buf, apr_size_t len, int want_object,
-                          const char **why)
+static json_object *parse(apr_pool_t *p, apr_pool_t *keep, const char *buf, apr_size_t len,
+                          int want_object, const char **why)
 {
     json_tokener *tok;
+    int own;
     json_object *o;
     enum json_tokener_error err;
     apr_size_t off;
@@ -369,13 +401,10 @@ static json_object *parse(apr_pool_t *p, const char *buf, apr_size_t len, int wa
         return NULL;
     }
 
-    /* json-c counts the top level as depth 1; one more lets 16 nested levels through. */
-    tok = json_tokener_new_ex(BANK_JSON_MAX_DEPTH + 1);
-    if (!tok) {
+    if (!(tok = tokener(keep, len, &own))) {
         *why = "The request body could not be parsed.";
         return NULL;
     }
-    json_tokener_set_flags(tok, JSON_TOKENER_STRICT | JSON_TOKENER_VALIDATE_UTF8);
     o = json_tokener_parse_ex(tok, buf, (int)len);
     err = json_tokener_get_error(tok);
     off = json_tokener_get_parse_end(tok);
@@ -387,8 +416,9 @@ static json_object *parse(apr_pool_t *p, const char *buf, apr_size_t len, int wa
         err = json_tokener_get_error(tok);
         off = len;
     }
-    /* Freed now rather than with p: bankctl parses thousands of values into one pool. */
-    json_tokener_free(tok);
+    if (own) { /* freed now rather than with p: bankctl parses thousands of values into one pool */
+        json_tokener_free(tok);
+    }
     o = bank_json_own(p, o);
     if (err == json_tokener_error_depth) {
         *why = "The request body is nested too deeply.";
@@ -434,13 +464,19 @@ static json_object *parse(apr_pool_t *p, const char *buf, apr_size_t len, int wa
 
 json_object *bank_json_parse(apr_pool_t *p, const char *buf, apr_size_t len, const char **why)
 {
-    return parse(p, buf, len, 0, why);
+    return parse(p, NULL, buf, len, 0, why);
 }
 
 json_object *bank_json_parse_object(apr_pool_t *p, const char *buf, apr_size_t len,
                                     const char **why)
 {
-    return parse(p, buf, len, 1, why);
+    return parse(p, NULL, buf, len, 1, why);
+}
+
+json_object *bank_json_parse_object_in(apr_pool_t *p, apr_pool_t *keep, const char *buf,
+                                       apr_size_t len, const char **why)
+{
+    return parse(p, keep, buf, len, 1, why);
 }
 
 const char *bank_json_text(apr_pool_t *p, json_object *o)

@@ -334,7 +334,8 @@ int bank_parse_json(request_rec *r, const char *raw, apr_size_t raw_len, json_ob
 {
     const char *why = NULL;
 
-    *out = bank_json_parse_object(r->pool, raw, raw_len, &why);
+    /* one thread at a time uses a connection: its parser serves its requests in turn */
+    *out = bank_json_parse_object_in(r->pool, r->connection->pool, raw, raw_len, &why);
     if (!*out) {
         return bank_error(r, BANK_E_INVALID_JSON, why, NULL);
     }

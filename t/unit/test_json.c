@@ -221,8 +221,47 @@ static void test_negative_zero(apr_pool_t *p)
           signbit(json_object_get_double(json_object_object_get(o, "n"))));
 }
 
+/* A parser kept in a pool gives every text the answer a new parser gives, after refusals that
+ * left it mid-value, too deep or not strict; it is the same parser from one text to the next,
+ * and a long text does not take its place. */
+static void test_kept_parser(apr_pool_t *p)
+{
+    apr_pool_t *keep;
+    char *long_text = apr_palloc(p, BANK_JSON_KEEP_MAX + 32);
+    const char *texts[] = {
+        "{\"a\":1}", "{\"a\":",      "{\"b\":[1,2]}",    "{\"a\":1,}",        "{'a':1}",
+        NULL,        NULL,           "{\"a\":\"\x80\"}", "{\"a\":1,\"a\":2}", long_text,
+        "[1]",       "{\"c\":-0.0}", "{\"d\":true}"};
+    void *first = NULL, *now = NULL;
+    int i, same = 1;
+
+    texts[5] = nested(p, 17);
+    texts[6] = nested(p, 16);
+    memset(long_text, ' ', BANK_JSON_KEEP_MAX + 20);
+    memcpy(long_text, "{\"long\":1}", 10);
+    long_text[BANK_JSON_KEEP_MAX + 20] = '\0';
+    apr_pool_create(&keep, p);
+    for (i = 0; i < (int)(sizeof(texts) / sizeof(texts[0])); i++) {
+        const char *why_in = NULL, *why_new = NULL;
+        json_object *in = bank_json_parse_object_in(p, keep, texts[i], strlen(texts[i]), &why_in);
+        json_object *fresh = bank_json_parse_object(p, texts[i], strlen(texts[i]), &why_new);
+
+        same &= !in == !fresh && !why_in == !why_new && (!why_in || !strcmp(why_in, why_new)) &&
+                (!in || !strcmp(bank_json_text(p, in), bank_json_text(p, fresh)));
+        apr_pool_userdata_get(&now, "bank_json_tokener", keep);
+        if (i == 0) {
+            first = now;
+        }
+        same &= now && now == first;
+    }
+    CHECK(first != NULL);
+    CHECK(same);
+    apr_pool_destroy(keep); /* frees the parser (ASan: no leak) */
+}
+
 static void run_tests(apr_pool_t *p)
 {
+    test_kept_parser(p);
     test_duplicates(p);
     test_round_trip(p);
     test_negative_zero(p);
