@@ -418,6 +418,12 @@ static json_object *parse(apr_pool_t *p, apr_pool_t *keep, const char *buf, apr_
     }
     if (own) { /* freed now rather than with p: bankctl parses thousands of values into one pool */
         json_tokener_free(tok);
+    } else if (err != json_tokener_success) {
+        /* json_tokener_reset leaves some state (a \u escape's pending high surrogate) that
+         * would change how the connection's next text reads: only a parser that succeeded is
+         * kept */
+        apr_pool_cleanup_run(keep, tok, free_tokener);
+        apr_pool_userdata_set(NULL, KEPT_TOKENER, NULL, keep);
     }
     o = bank_json_own(p, o);
     if (err == json_tokener_error_depth) {

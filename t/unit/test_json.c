@@ -222,21 +222,38 @@ static void test_negative_zero(apr_pool_t *p)
 }
 
 /* A parser kept in a pool gives every text the answer a new parser gives, after refusals that
- * left it mid-value, too deep or not strict; it is the same parser from one text to the next,
- * and a long text does not take its place. */
+ * left it mid-value, mid-escape (a pending high surrogate), too deep or not strict. It is kept
+ * while json-c reads texts to their end (the same one from one to the next) and dropped when
+ * json-c stops on one; a long text has a parser of its own and leaves the kept one as it was. */
 static void test_kept_parser(apr_pool_t *p)
 {
     apr_pool_t *keep;
     char *long_text = apr_palloc(p, BANK_JSON_KEEP_MAX + 32);
-    const char *texts[] = {
-        "{\"a\":1}", "{\"a\":",      "{\"b\":[1,2]}",    "{\"a\":1,}",        "{'a':1}",
-        NULL,        NULL,           "{\"a\":\"\x80\"}", "{\"a\":1,\"a\":2}", long_text,
-        "[1]",       "{\"c\":-0.0}", "{\"d\":true}"};
-    void *first = NULL, *now = NULL;
-    int i, same = 1;
+    const char *texts[] = {"{\"a\":1}",
+                           "{\"z\":2}",
+                           "{\"a\":",
+                           "{\"b\":[1,2]}",
+                           "{\"a\":1,}",
+                           "{'a':1}",
+                           NULL,
+                           NULL,
+                           "{\"a\":\"\x80\"}",
+                           "{\"a\":1,\"a\":2}",
+                           long_text,
+                           "[1]",
+                           "{\"c\":-0.0}",
+                           "{\"d\":true}",
+                           "{\"a\":\"\\ud800",
+                           "{\"n\":\"Jos\\u00e9\"}",
+                           "{\"a\":\"\\ud800\\u12G\"}",
+                           "{\"n\":\"\\udc00\"}"};
+    /* the kept parser after each text: k kept, d dropped, u unchanged */
+    const char *after = "kkdkdddkukukkkdkdk";
+    void *kept = NULL, *now = NULL;
+    int i, same = 1, reused = 0;
 
-    texts[5] = nested(p, 17);
-    texts[6] = nested(p, 16);
+    texts[6] = nested(p, 17);
+    texts[7] = nested(p, 16);
     memset(long_text, ' ', BANK_JSON_KEEP_MAX + 20);
     memcpy(long_text, "{\"long\":1}", 10);
     long_text[BANK_JSON_KEEP_MAX + 20] = '\0';
@@ -248,14 +265,20 @@ static void test_kept_parser(apr_pool_t *p)
 
         same &= !in == !fresh && !why_in == !why_new && (!why_in || !strcmp(why_in, why_new)) &&
                 (!in || !strcmp(bank_json_text(p, in), bank_json_text(p, fresh)));
+        now = NULL;
         apr_pool_userdata_get(&now, "bank_json_tokener", keep);
-        if (i == 0) {
-            first = now;
+        if (after[i] == 'u') { /* never reached json-c, or had a parser of its own */
+            same &= now == kept;
+        } else if (after[i] == 'k') { /* json-c read it to its end */
+            same &= now != NULL;
+            reused += kept && now == kept;
+        } else { /* json-c stopped with an error or mid-value */
+            same &= now == NULL;
         }
-        same &= now && now == first;
+        kept = now;
     }
-    CHECK(first != NULL);
     CHECK(same);
+    CHECK(reused >= 2);     /* "{\"z\":2}" after "{\"a\":1}", "{\"d\":true}" after "{\"c\":-0.0}" */
     apr_pool_destroy(keep); /* frees the parser (ASan: no leak) */
 }
 
