@@ -166,20 +166,24 @@ static void test_random_ids(void)
     CHECK(distinct);
     CHECK(bank_random_id_bytes(big, sizeof(big)) == 0 && memcmp(big, zero, sizeof(big)) != 0);
 
+    /* the parent's block holds unused bytes when it forks */
+    CHECK(bank_random_id_bytes(ids[1], 8) == 0);
     CHECK(pipe(fds) == 0);
     pid = fork();
     if (pid == 0) {
         unsigned char c[8];
+        close(fds[0]);
         _exit(bank_random_id_bytes(c, sizeof(c)) == 0 && write(fds[1], c, sizeof(c)) == 8 ? 0 : 1);
     }
+    close(fds[1]); /* a child that wrote nothing ends the read */
     CHECK(pid > 0 && read(fds[0], child, sizeof(child)) == 8);
     CHECK(bank_random_id_bytes(ids[0], 8) == 0);
     CHECK(memcmp(child, ids[0], 8) != 0); /* the same without the child's refill */
     if (pid > 0) {
-        waitpid(pid, NULL, 0);
+        int status = 0;
+        CHECK(waitpid(pid, &status, 0) == pid && WIFEXITED(status) && WEXITSTATUS(status) == 0);
     }
     close(fds[0]);
-    close(fds[1]);
 }
 
 static void test_uuid(apr_pool_t *p)
