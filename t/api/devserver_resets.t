@@ -2,7 +2,7 @@
 # dev server, freshly started, answers wrk's busy keep-alive connections at 64 and 256 with no
 # connect, read, write or timeout error and no non-2xx. It runs the worker MPM, whose thread
 # keeps a connection from its first request to its last: every connection needs a thread, so
-# every process the server may run is started at once with threads for all of them. (With
+# both processes are started at once with threads for all of them. (With
 # the event MPM, processes started under load or too few threads per process, the listener
 # closed keep-alive connections whose next request found no idle worker: hundreds of read
 # errors in 3 s on 2 CPUs.)
@@ -29,13 +29,15 @@ END { system("'$top/scripts/devserver' stop >/dev/null 2>&1") if $run && -e "$ru
 my ($token) = $out =~ /^  TOKEN=(oat_\S+)$/m;
 ok($token, 'a token is printed');
 
-# Every process the server may run started before the first request, none stopped for being
-# idle, threads for 256 connections on each.
+# StartServers processes started before the first request, none stopped for being idle,
+# threads for 256 connections on each.
 my $conf = slurp("$run/httpd.conf");
 like($conf, qr/^LoadModule mpm_worker_module /m, 'the worker MPM');
 my %mpm  = $conf =~ /^(StartServers|ServerLimit|MaxRequestWorkers|MaxSpareThreads|ThreadsPerChild)\s+(\d+)$/mg;
-is($mpm{StartServers} * $mpm{ThreadsPerChild}, $mpm{MaxRequestWorkers},
-    'StartServers x ThreadsPerChild = MaxRequestWorkers');
+# The worker MPM uses MaxRequestWorkers / ThreadsPerChild slots only: all of ServerLimit's,
+# so that a graceful restart's new processes have free slots beside the old ones.
+is($mpm{ServerLimit} * $mpm{ThreadsPerChild}, $mpm{MaxRequestWorkers},
+    'ServerLimit x ThreadsPerChild = MaxRequestWorkers');
 cmp_ok($mpm{ServerLimit}, '>=', 2 * $mpm{StartServers}, 'ServerLimit leaves a new generation room');
 is($mpm{MaxSpareThreads}, $mpm{MaxRequestWorkers}, 'MaxSpareThreads = MaxRequestWorkers');
 cmp_ok($mpm{ThreadsPerChild}, '>=', 256, 'a process has a thread for each of 256 connections');
