@@ -11,7 +11,13 @@ use Bank::Docs qw(free_port spew private_conf);
 
 my $dir = tempdir(CLEANUP => 1, DIR => $ENV{BANK_TEST_ROOT});
 chmod 0755, $dir;
-my @ports = map { free_port() } 1 .. 3;
+# three different ports: free_port can give the same one twice (the kernel hands a port
+# closed a moment ago out again), and httpd then refuses two Listen lines for it
+my (@ports, %seen);
+while (@ports < 3) {
+    my $p = free_port();
+    push @ports, $p unless $seen{$p}++;
+}
 my $vhosts = join '', map {
     "<VirtualHost 127.0.0.1:$ports[$_]>\n" . ($_ == 2 ? "    DBDMax 4\n" : '') . "</VirtualHost>\n"
 } 0 .. 2;
