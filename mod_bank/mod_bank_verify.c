@@ -13,8 +13,9 @@
  *    queued (a turn in the queue, then a slot of the semaphore below) is refused then (503),
  *    so no sign-in waits long, whatever the settings.
  *  - Per server: those threads, in every process, compute only while they hold a slot of one
- *    System V semaphore (default: as many slots as CPUs). An event MPM server under a sign-in
- *    flood runs 4 to 6 processes; without it their verification threads together oversubscribe
+ *    System V semaphore (default: as many slots as CPUs). A server runs several processes (2
+ *    to 4 in the shipped worker MPM configurations, 4 to 6 under the event MPM in a sign-in
+ *    flood); without it their verification threads together oversubscribe
  *    the CPUs and every verification runs slower (measured 5-22% fewer per second with 2 to 6
  *    times as many as CPUs, docs/benchmarks.md). SEM_UNDO gives back the slots of a process
  *    that dies holding them. A graceful restart removes the old semaphore: the old
