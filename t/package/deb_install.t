@@ -1,6 +1,7 @@
 # The package on this machine's own apache2, as root: `make deb`, then dpkg installs it
 # (nothing enabled, apache2 starts), the site's steps enable it (it serves /health and
-# sign-in), dpkg removes it (site and module disabled, apache2 starts), installs it again
+# sign-in) and, switched to the worker MPM as docs/deployment.md says, serves with the site's
+# worker block (then back to the event MPM), dpkg removes it (site and module disabled, apache2 starts), installs it again
 # (what the removal disabled is enabled again), then purges it (no file, link, state or
 # include of the package left, apache2 starts). `apache2ctl configtest` after every step.
 # Only the database and key paths in the site are replaced (directories of this test's own). The
@@ -12,7 +13,8 @@ use Apache::Test qw(-withtestmore);
 use Fcntl qw(:flock);
 use File::Temp qw(tempdir);
 use LWP::UserAgent ();
-use Bank::Test qw(decode_body slurp spew);
+use Bank::Test qw(decode_body slurp spew child_threads);
+use Bank::Docs qw(doc_block);
 
 my $pkg = 'libapache2-mod-bank';
 plan skip_all => 'installs a package on the real apache2: root only' unless $> == 0;
@@ -155,6 +157,34 @@ like($res->content, qr/"status":"ok"/, 'enabled: status ok');
 is(get('/auth/sign_in')->code, 405, 'enabled: /auth/sign_in is mod_bank\'s (405 for GET)');
 like(slurp('/var/log/apache2/error.log'), qr/BANK1501: mod_bank \S+ configured, database driver: sqlite3/,
     'enabled: the start-up notice in Debian\'s error log');
+
+# --- the worker MPM, as docs/deployment.md switches the site to it, and back ------------------------
+my $switch = doc_block('docs/deployment.md', 'deployment-site-worker');
+chomp $switch;
+# systemctl restart: this test's own stop and start, as Debian's init script does them
+ok($switch =~ s/ && systemctl restart apache2$//, 'the switch restarts apache2 (not a reload)');
+$text = `$switch 2>&1`;
+is($?, 0, "worker: $switch") or diag($text);
+is(system('a2query -q -m mpm_worker'), 0, 'worker: a2query says mpm_worker is enabled');
+configtest('worker');
+starts('worker');
+my ($block) = $site =~ /^<IfModule mpm_worker_module>\n(.*?)^<\/IfModule>/ms;
+my %set = ($block // '') =~ /^\s*(StartServers|ThreadsPerChild)\s+(\d+)\s*$/mg;
+ok($set{StartServers} && $set{ThreadsPerChild}, "the site's worker block: @{[ %set ]}");
+my @threads = child_threads(\&apache_running, $set{StartServers} // 0,
+    $set{ThreadsPerChild} // 1);
+is(scalar(grep { $_ >= ($set{ThreadsPerChild} // 1) } @threads), $set{StartServers},
+    "worker: $set{StartServers} processes of $set{ThreadsPerChild} threads (threads: @threads)");
+like(slurp("/proc/" . apache_running() . "/maps"), qr{/mod_mpm_worker\.so$}m, 'worker: the worker MPM runs');
+$res = get('/health');
+is($res->code, 200, 'worker: GET /health answers 200') or diag($res->as_string);
+my ($back) = slurp('docs/deployment.md') =~ /^`(a2dismod mpm_worker && a2enmod mpm_event) && systemctl restart apache2` goes back\.$/m;
+ok($back, 'docs/deployment.md says how to go back to the event MPM');
+$text = `$back 2>&1`;
+is($?, 0, "back: $back") or diag($text);
+configtest('back to event');
+starts('back to event');
+like(slurp("/proc/" . apache_running() . "/maps"), qr{/mod_mpm_event\.so$}m, 'back: the event MPM runs');
 
 # --- remove: apache2 keeps starting ------------------------------------------------------------------
 ($rc, $text) = dpkg('-r', $pkg);
