@@ -2,20 +2,22 @@
 # loops (GET /health, the bank list with a token, payment notices) against each while it is
 # restarted gracefully 10 times (apache2 -k graceful); every request answered 200, no 503, no
 # connection error, no crit line in the error log, httpd never stopped meanwhile
-# (Bank::Graceful). Over TLS each request is a new TLS connection. Only what an operator
+# (Bank::Graceful: half the loops keep their connections alive). Only what an operator
 # changes is replaced (paths, ports, the database):
 # - the dev server's conf/dev-httpd.conf.in, rendered and started by scripts/devserver
 #   (both drivers; on PostgreSQL its throwaway cluster);
 # - docs/deployment.md's production configuration (the block marked
 #   docs-test: deployment-production-conf), over TLS, on the suite's PostgreSQL database;
 # - the package's example site (packaging/deb/site.conf) with the module's
-#   packaging/deb/bank.conf and the endpoints of conf/bank.conf, on SQLite.
+#   packaging/deb/bank.conf and the endpoints of conf/bank.conf, on SQLite, under Debian's
+#   event MPM and under the worker MPM an operator may enable instead (the site's block for
+#   each is the one in effect: its processes of its threads).
 use strict;
 use warnings FATAL => 'all';
 use Apache::Test qw(-withtestmore);
 use File::Temp qw(tempdir);
 use Cwd qw(getcwd);
-use Bank::Test;
+use Bank::Test qw(:DEFAULT child_threads);
 use Bank::Docs qw(doc_block substitute free_port spew slurp production_paths);
 use Bank::Graceful qw(under_restarts);
 
@@ -88,10 +90,12 @@ SKIP: {
 }
 
 # --- the package's example site with the module's and the endpoints' files (SQLite) ----------
-SKIP: {
+for my $mpm (qw(event worker)) {
+  SKIP: {
     skip "the package's example site is SQLite's (this run: $ENV{BANK_DBDRIVER})", 1 if $pg;
-    my $what = 'package example site (SQLite)';
-    my $dir  = "$work/site";
+    skip "no $modules/mod_mpm_$mpm.so", 1 unless -e "$modules/mod_mpm_$mpm.so";
+    my $what = "package example site (SQLite, $mpm MPM)";
+    my $dir  = "$work/site-$mpm";
     mkdir $dir;
     chmod 0755, $dir;
     my $port = free_port();
@@ -105,8 +109,12 @@ SKIP: {
     spew("$dir/site.conf", $site);
     my ($secret) = $site =~ /^\s*BankWebhookSecret (\S+)/m;
     my ($name)   = $site =~ /^\s*ServerName (\S+)/m;
+    my ($block)  = $site =~ /^<IfModule mpm_${mpm}_module>\n(.*?)^<\/IfModule>/ms;
+    my %set = ($block // '') =~ /^\s*(StartServers|ThreadsPerChild)\s+(\d+)\s*$/mg;
+    ok($set{StartServers} && $set{ThreadsPerChild}, "$what: the site has a block for the $mpm MPM")
+      or next;
     # Debian's apache2.conf, as far as this site needs it: the server, its User (the suite's
-    # database is the test server's user's), the modules a2enmod bank enables.
+    # database is the test server's user's), the MPM, the modules a2enmod bank enables.
     my $user = $> == 0 ? "User nobody\nGroup nogroup\n" : '';
     spew("$dir/httpd.conf", <<"CONF");
 ServerRoot "$dir"
@@ -117,7 +125,7 @@ DefaultRuntimeDir "$dir"
 ErrorLog "$dir/error_log"
 LogLevel warn
 $user
-LoadModule mpm_event_module $modules/mod_mpm_event.so
+LoadModule mpm_${mpm}_module $modules/mod_mpm_$mpm.so
 LoadModule authz_core_module $modules/mod_authz_core.so
 LoadModule authz_host_module $modules/mod_authz_host.so
 LoadModule dbd_module $modules/mod_dbd.so
@@ -128,10 +136,19 @@ CONF
     my $h = Bank::Docs::Httpd->new(args => ['-f', "$dir/httpd.conf"], port => $port,
         log => "$dir/error_log", pidfile => "$dir/httpd.pid");
     if ($h->start($what)) {
+        # the block in effect: StartServers processes of ThreadsPerChild threads each (the
+        # port answers before httpd writes its pid file)
+        my @threads = child_threads(
+            sub { (-e "$dir/httpd.pid" ? slurp("$dir/httpd.pid") : '') =~ /(\d+)/ ? $1 : 0 },
+            $set{StartServers}, $set{ThreadsPerChild});
+        is(scalar(grep { $_ >= $set{ThreadsPerChild} } @threads), $set{StartServers},
+            "$what: $set{StartServers} processes of $set{ThreadsPerChild} threads (threads: @threads)");
         under_restarts($h, $what, dir => $dir, token => $token, webhook => '/webhook/partner',
-            secret => $secret, host => $name);
+            secret => $secret, host => $name,
+            $mpm eq 'event' ? (cuts => 'the event MPM closes idle keep-alive connections') : ());
     }
     $h->stop;
+  }
 }
 
 done_testing();

@@ -8,7 +8,7 @@ use strict;
 use warnings FATAL => 'all';
 use Apache::Test qw(-withtestmore);
 use Cwd qw(getcwd);
-use Bank::Test qw(:DEFAULT slurp);
+use Bank::Test qw(:DEFAULT slurp child_threads);
 use Bank::Flood qw(flood);
 use Bank::SignIn qw(hash_majority);
 use Bank::Servers qw(start_server);
@@ -32,12 +32,7 @@ CONF
 # threads (the parent's other child, mod_cgid's daemon, has one).
 {
     chomp(my $ppid = slurp($two->{pidfile}));
-    my @threads;
-    for (1 .. 50) {    # the processes start their threads within a moment of the first answer
-        @threads = map { scalar(() = glob("/proc/$_/task/*")) } split ' ', `ps -o pid= --ppid $ppid`;
-        last if grep({ $_ >= $mpm{ThreadsPerChild} } @threads) == $mpm{StartServers};
-        select undef, undef, undef, 0.1;
-    }
+    my @threads = child_threads($ppid, $mpm{StartServers}, $mpm{ThreadsPerChild});
     is(scalar(grep { $_ >= $mpm{ThreadsPerChild} } @threads), $mpm{StartServers},
         "$mpm{StartServers} processes of at least $mpm{ThreadsPerChild} threads (threads: @threads)");
     like(slurp("/proc/$ppid/maps"), qr{/mod_mpm_\Q$mpm_kind\E\.so$}m, "the $mpm_kind MPM runs");

@@ -9,11 +9,19 @@ package Bank::Graceful;
 #
 # $h is a Bank::Docs::Httpd (its base, graceful and log_since). Each loop requests, in turn,
 # GET /health, the bank list with the token, a payment notice (a write: a new notice each
-# time) and the bank list again.
+# time) and the bank list again. Odd loops open a new connection per request; even loops keep
+# theirs alive from request to request (as a partner's client or a load balancer does) and
+# pause up to 20 ms between requests, so that restarts find their connections idle as well as
+# busy. A kept connection the server has closed is not reused (LWP, like most clients, checks
+# that it is not readable first). A request that goes out on a kept connection just as the
+# server closes it gets no answer (the keep-alive race); it is sent again once on a new
+# connection, as clients do, and counted: none may be cut unless the option cuts says why
+# they may (the event MPM closes idle keep-alive connections at a restart).
 use strict;
 use warnings FATAL => 'all';
 use Exporter 'import';
 use Digest::SHA qw(hmac_sha512_hex);
+use HTTP::Request ();
 use LWP::UserAgent ();
 use POSIX ();
 use Time::HiRes qw(sleep time);
@@ -25,7 +33,8 @@ our @EXPORT_OK = qw(under_restarts);
 
 # Options: dir (a directory of the test's own), token, webhook (its path), secret,
 # hmac_header and hmac_key (a signed webhook), health (its path, /health), loops (8),
-# restarts (10), host (a Host header, for a name-based virtual host).
+# restarts (10), host (a Host header, for a name-based virtual host), cuts (why requests may
+# be cut on kept connections: they are then counted, not failed).
 sub under_restarts {
     my ($h, $what, %o) = @_;
     my $loops    = $o{loops}    // 8;
@@ -40,33 +49,50 @@ sub under_restarts {
     for my $k (1 .. $loops) {
         my $pid = fork // die "fork: $!";
         if (!$pid) {
-            my $ua = LWP::UserAgent->new(keep_alive => 0, timeout => 30,
+            my $keep = $k % 2 == 0;
+            my $ua   = LWP::UserAgent->new(keep_alive => $keep ? 1 : 0, timeout => 30,
                 ssl_opts => { verify_hostname => 0, SSL_verify_mode => 0 });
             $ua->default_header(Host => $o{host}) if $o{host};
             my %count;
             my $i = 0;
             until (-e "$dir/stop") {
                 my $n = $i++ % 4;
-                my ($path, $res);
+                my ($path, @req);
                 if ($n == 2) {
                     $path = $o{webhook};
                     my $body = notice_json(notice());
                     my @sig = $o{hmac_key}
                       ? ($o{hmac_header} => hmac_sha512_hex($body, $o{hmac_key})) : ();
-                    $res = $ua->post("$base$path", Authorization => "Bearer $o{secret}",
-                        'Content-Type' => 'application/json', @sig, Content => $body);
+                    @req = (POST => "$base$path", [Authorization => "Bearer $o{secret}",
+                        'Content-Type' => 'application/json', @sig], $body);
                 } elsif ($n == 0) {
                     $path = $o{health} // '/health';
-                    $res  = $ua->get("$base$path");
+                    @req  = (GET => "$base$path");
                 } else {
                     $path = '/misc/payment_banks';
-                    $res  = $ua->get("$base$path", Authorization => "Bearer $o{token}");
+                    @req  = (GET => "$base$path", [Authorization => "Bearer $o{token}"]);
+                }
+                my $reused = $keep && $ua->conn_cache->get_connections;
+                my $res    = $ua->request(HTTP::Request->new(@req));
+                # A kept connection the server closed as the request went out on it (the
+                # keep-alive race): sent again once on a new connection, as clients do (the
+                # webhook's notice is the same notice: a duplicate if the first was stored).
+                if ($reused && ($res->header('Client-Warning') // '') eq 'Internal response'
+                    && $res->content =~ /^Server closed connection without sending any data back/)
+                {
+                    $count{cut}++;
+                    printf STDERR "%s, loop %d, %.3f: %s cut on a kept connection, sent again\n",
+                      $what, $k, time, $path;
+                    $ua->conn_cache->drop;
+                    $res = $ua->request(HTTP::Request->new(@req));
                 }
                 my $code = $res->header('Client-Warning') ? '000' : $res->code;
                 $count{$code}++;
+                $count{kept}++ if $keep && ($res->header('Client-Response-Num') // 1) > 1;
                 printf STDERR "%s, loop %d, %.3f: %s %s %s\n", $what, $k, time, $path, $code,
                   substr($res->content, 0, 200)
                   if $code ne '200';
+                sleep rand 0.02 if $keep;
             }
             spew("$dir/loop$k", join '', map { "$_ $count{$_}\n" } sort keys %count);
             # Not exit: the parent's objects (a Bank::Docs::Httpd stops its server when
@@ -91,12 +117,25 @@ sub under_restarts {
             $total{$code} += $count;
         }
     }
+    # requests sent on a kept connection (its second or later), and those cut on one and sent
+    # again: not answers, counted apart
+    my $kept = delete($total{kept}) // 0;
+    my $cut  = delete($total{cut})  // 0;
     my $all = 0;
     $all += $_ for values %total;
-    diag(sprintf "%s: %d requests from %d loops across %d graceful restarts in %.1f s: %s",
-        $what, $all, $loops, $restarts, time - $started,
+    diag(sprintf "%s: %d requests (%d on kept connections, %d cut on one and sent again) from "
+          . "%d loops across %d graceful restarts in %.1f s: %s",
+        $what, $all, $kept, $cut, $loops, $restarts, time - $started,
         join(', ', map { "$_ x $total{$_}" } sort keys %total));
     cmp_ok($all, '>', 100, "$what: the loops ran");
+    cmp_ok($kept, '>', 20, "$what: requests were sent on kept-alive connections") if $loops > 1;
+    if ($o{cuts}) {
+        # the event MPM closes an old process's idle keep-alive connections at the restart
+        diag("$what: $cut request(s) cut on a kept connection by a restart and sent again "
+              . "($o{cuts})");
+    } else {
+        is($cut, 0, "$what: no request cut on a kept connection");
+    }
     is($all - ($total{200} // 0), 0, "$what: every request answered 200 (no 503, no connection error)");
     my $log = $h->log_since($mark);
     my @bad = grep { /\[[\w:]*(crit|alert|emerg)\]|AH00632|AH00636|database is locked/ }

@@ -14,7 +14,8 @@ use Bank::OpenAPI ();    # every answer checked against docs/openapi.yaml
 
 our @EXPORT = qw(json_request decode_body assert_error bankctl new_customer issue_token
   db_exec db_value db_bool db_time unique uuid4 error_log_since error_log_mark);
-our @EXPORT_OK = qw(slurp spew free_port httpd_binary modules_dir http09_refused raw);
+our @EXPORT_OK = qw(slurp spew free_port httpd_binary modules_dir http09_refused raw
+  child_threads);
 
 # A whole file, and a file written whole.
 sub slurp {
@@ -259,6 +260,22 @@ sub modules_dir {
     chomp(my $dir = `$apxs -q LIBEXECDIR`);
     die 'apxs -q LIBEXECDIR gave nothing' unless $dir;
     return $dir;
+}
+
+
+# The thread counts of httpd's children (the processes whose parent is $ppid, or the pid a
+# code ref returns: a pid file is written after the port answers), once $procs of them have
+# $threads or more, or after 5 s (children start their threads within a moment).
+sub child_threads {
+    my ($ppid, $procs, $threads) = @_;
+    my @t;
+    for (1 .. 50) {
+        my $p = ref $ppid ? $ppid->() : $ppid;
+        @t = $p ? map { scalar(() = glob("/proc/$_/task/*")) } split ' ', `ps -o pid= --ppid $p` : ();
+        last if grep({ $_ >= $threads } @t) == $procs;
+        select undef, undef, undef, 0.1;
+    }
+    return @t;
 }
 
 1;
