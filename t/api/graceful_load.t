@@ -1,10 +1,11 @@
 # Graceful restarts lose nothing: 8 request loops run against a server of the suite's driver
 # while it is restarted gracefully 10 times (apache2 -k graceful), once for each database
 # pool a configuration may have, with reads, writes and health checks (README's and
-# deployment.md's SQLite pool, mod_dbd's defaults, deployment.md's PostgreSQL pool); the
-# shipped files themselves: t/api/graceful_shipped.t. Every answer
-# must be 200 (no 503, no connection error) and the error log must have no line at crit or
-# worse (AH00636 child init failed) and no failed prepare (AH00632).
+# deployment.md's SQLite pool, mod_dbd's defaults, deployment.md's PostgreSQL pool), under
+# the worker MPM the dev server and the production configuration run; the shipped files
+# themselves: t/api/graceful_shipped.t. Every answer must be 200 (no 503, no connection
+# error, no request cut on a kept connection) and the error log must have no line at crit
+# or worse (AH00636 child init failed) and no failed prepare (AH00632).
 use strict;
 use warnings FATAL => 'all';
 use Apache::Test qw(-withtestmore);
@@ -32,7 +33,12 @@ for my $what (sort keys %pools) {
     mkdir $dir;
     chmod 0755, $dir;
     my $port = free_port();
-    spew("$dir/httpd.conf", private_conf($dir, 'httpd', $port) . $pools{$what} . <<'CONF');
+    # the worker MPM of the dev server and the production configuration (httpd's defaults
+    # for it: free slots for a restart's new processes)
+    my $conf = private_conf($dir, 'httpd', $port);
+    ok($conf =~ s{^LoadModule mpm_event_module (\S*/)mod_mpm_event\.so$}{LoadModule mpm_worker_module $1mod_mpm_worker.so}m,
+        "$what: the worker MPM");
+    spew("$dir/httpd.conf", $conf . $pools{$what} . <<'CONF');
 MaxConnectionsPerChild 0
 <Location /misc/payment_banks>
     SetHandler bank-banks

@@ -162,7 +162,8 @@ like(slurp('/var/log/apache2/error.log'), qr/BANK1501: mod_bank \S+ configured, 
 my $switch = doc_block('docs/deployment.md', 'deployment-site-worker');
 chomp $switch;
 # systemctl restart: this test's own stop and start, as Debian's init script does them
-ok($switch =~ s/ && systemctl restart apache2$//, 'the switch restarts apache2 (not a reload)');
+ok($switch =~ s/ && systemctl restart apache2$//, 'the switch restarts apache2 (not a reload)')
+  or BAIL_OUT("docs/deployment.md's switch is not as this test runs it: $switch");
 $text = `$switch 2>&1`;
 is($?, 0, "worker: $switch") or diag($text);
 is(system('a2query -q -m mpm_worker'), 0, 'worker: a2query says mpm_worker is enabled');
@@ -179,12 +180,18 @@ like(slurp("/proc/" . apache_running() . "/maps"), qr{/mod_mpm_worker\.so$}m, 'w
 $res = get('/health');
 is($res->code, 200, 'worker: GET /health answers 200') or diag($res->as_string);
 my ($back) = slurp('docs/deployment.md') =~ /^`(a2dismod mpm_worker && a2enmod mpm_event) && systemctl restart apache2` goes back\.$/m;
-ok($back, 'docs/deployment.md says how to go back to the event MPM');
+ok($back, 'docs/deployment.md says how to go back to the event MPM')
+  or BAIL_OUT('no way back to the event MPM in docs/deployment.md');
 $text = `$back 2>&1`;
 is($?, 0, "back: $back") or diag($text);
 configtest('back to event');
 starts('back to event');
 like(slurp("/proc/" . apache_running() . "/maps"), qr{/mod_mpm_event\.so$}m, 'back: the event MPM runs');
+my ($event) = $site =~ /^<IfModule mpm_event_module>\n(.*?)^<\/IfModule>/ms;
+my %ev = ($event // '') =~ /^\s*(StartServers|ThreadsPerChild)\s+(\d+)\s*$/mg;
+@threads = child_threads(\&apache_running, $ev{StartServers} // 0, $ev{ThreadsPerChild} // 1);
+is(scalar(grep { $_ >= ($ev{ThreadsPerChild} // 1) } @threads), $ev{StartServers},
+    "back: the site's event block, $ev{StartServers} processes of $ev{ThreadsPerChild} threads (threads: @threads)");
 
 # --- remove: apache2 keeps starting ------------------------------------------------------------------
 ($rc, $text) = dpkg('-r', $pkg);
