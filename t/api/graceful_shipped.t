@@ -17,7 +17,7 @@ use warnings FATAL => 'all';
 use Apache::Test qw(-withtestmore);
 use File::Temp qw(tempdir);
 use Cwd qw(getcwd);
-use Bank::Test qw(:DEFAULT child_threads);
+use Bank::Test qw(:DEFAULT runs_processes mpm_block);
 use Bank::Docs qw(doc_block substitute free_port spew slurp production_paths);
 use Bank::Graceful qw(under_restarts);
 
@@ -109,8 +109,7 @@ for my $mpm (qw(event worker)) {
     spew("$dir/site.conf", $site);
     my ($secret) = $site =~ /^\s*BankWebhookSecret (\S+)/m;
     my ($name)   = $site =~ /^\s*ServerName (\S+)/m;
-    my ($block)  = $site =~ /^<IfModule mpm_${mpm}_module>\n(.*?)^<\/IfModule>/ms;
-    my %set = ($block // '') =~ /^\s*(StartServers|ThreadsPerChild)\s+(\d+)\s*$/mg;
+    my %set      = mpm_block($site, $mpm);
     ok($set{StartServers} && $set{ThreadsPerChild}, "$what: the site has a block for the $mpm MPM")
       or next;
     # Debian's apache2.conf, as far as this site needs it: the server, its User (the suite's
@@ -138,11 +137,9 @@ CONF
     if ($h->start($what)) {
         # the block in effect: StartServers processes of ThreadsPerChild threads each (the
         # port answers before httpd writes its pid file)
-        my @threads = child_threads(
+        runs_processes(
             sub { (-e "$dir/httpd.pid" ? slurp("$dir/httpd.pid") : '') =~ /(\d+)/ ? $1 : 0 },
-            $set{StartServers}, $set{ThreadsPerChild});
-        is(scalar(grep { $_ >= $set{ThreadsPerChild} } @threads), $set{StartServers},
-            "$what: $set{StartServers} processes of $set{ThreadsPerChild} threads (threads: @threads)");
+            $set{StartServers}, $set{ThreadsPerChild}, $what);
         under_restarts($h, $what, dir => $dir, token => $token, webhook => '/webhook/partner',
             secret => $secret, host => $name,
             $mpm eq 'event' ? (cuts => 'the event MPM closes idle keep-alive connections') : ());

@@ -8,7 +8,7 @@ use strict;
 use warnings FATAL => 'all';
 use Apache::Test qw(-withtestmore);
 use Cwd qw(getcwd);
-use Bank::Test qw(:DEFAULT slurp child_threads);
+use Bank::Test qw(:DEFAULT slurp runs_processes);
 use Bank::Flood qw(flood);
 use Bank::SignIn qw(hash_majority);
 use Bank::Servers qw(start_server);
@@ -32,9 +32,7 @@ CONF
 # threads (the parent's other child, mod_cgid's daemon, has one).
 {
     chomp(my $ppid = slurp($two->{pidfile}));
-    my @threads = child_threads($ppid, $mpm{StartServers}, $mpm{ThreadsPerChild});
-    is(scalar(grep { $_ >= $mpm{ThreadsPerChild} } @threads), $mpm{StartServers},
-        "$mpm{StartServers} processes of at least $mpm{ThreadsPerChild} threads (threads: @threads)");
+    runs_processes($ppid, $mpm{StartServers}, $mpm{ThreadsPerChild}, 'the dev server\'s settings');
     like(slurp("/proc/$ppid/maps"), qr{/mod_mpm_\Q$mpm_kind\E\.so$}m, "the $mpm_kind MPM runs");
 }
 my $c   = new_customer();

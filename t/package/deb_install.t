@@ -1,9 +1,9 @@
 # The package on this machine's own apache2, as root: `make deb`, then dpkg installs it
 # (nothing enabled, apache2 starts), the site's steps enable it (it serves /health and
 # sign-in) and, switched to the worker MPM as docs/deployment.md says, serves with the site's
-# worker block (then back to the event MPM), dpkg removes it (site and module disabled, apache2 starts), installs it again
-# (what the removal disabled is enabled again), then purges it (no file, link, state or
-# include of the package left, apache2 starts). `apache2ctl configtest` after every step.
+# worker block (then back to the event MPM), dpkg removes it (site and module disabled,
+# apache2 starts), installs it again (what the removal disabled is enabled again), then
+# purges it (no file, link, state or include of the package left, apache2 starts). `apache2ctl configtest` after every step.
 # Only the database and key paths in the site are replaced (directories of this test's own). The
 # machine is put back as it was: /etc/apache2 and /var/lib/apache2 compared with a copy
 # taken first, apache2 stopped unless it was running.
@@ -13,7 +13,7 @@ use Apache::Test qw(-withtestmore);
 use Fcntl qw(:flock);
 use File::Temp qw(tempdir);
 use LWP::UserAgent ();
-use Bank::Test qw(decode_body slurp spew child_threads);
+use Bank::Test qw(decode_body slurp spew runs_processes mpm_block);
 use Bank::Docs qw(doc_block);
 
 my $pkg = 'libapache2-mod-bank';
@@ -169,13 +169,9 @@ is($?, 0, "worker: $switch") or diag($text);
 is(system('a2query -q -m mpm_worker'), 0, 'worker: a2query says mpm_worker is enabled');
 configtest('worker');
 starts('worker');
-my ($block) = $site =~ /^<IfModule mpm_worker_module>\n(.*?)^<\/IfModule>/ms;
-my %set = ($block // '') =~ /^\s*(StartServers|ThreadsPerChild)\s+(\d+)\s*$/mg;
-ok($set{StartServers} && $set{ThreadsPerChild}, "the site's worker block: @{[ %set ]}");
-my @threads = child_threads(\&apache_running, $set{StartServers} // 0,
-    $set{ThreadsPerChild} // 1);
-is(scalar(grep { $_ >= ($set{ThreadsPerChild} // 1) } @threads), $set{StartServers},
-    "worker: $set{StartServers} processes of $set{ThreadsPerChild} threads (threads: @threads)");
+my %set = mpm_block($site, 'worker');
+runs_processes(\&apache_running, $set{StartServers}, $set{ThreadsPerChild},
+    "worker: the site's worker block");
 like(slurp("/proc/" . apache_running() . "/maps"), qr{/mod_mpm_worker\.so$}m, 'worker: the worker MPM runs');
 $res = get('/health');
 is($res->code, 200, 'worker: GET /health answers 200') or diag($res->as_string);
@@ -187,11 +183,9 @@ is($?, 0, "back: $back") or diag($text);
 configtest('back to event');
 starts('back to event');
 like(slurp("/proc/" . apache_running() . "/maps"), qr{/mod_mpm_event\.so$}m, 'back: the event MPM runs');
-my ($event) = $site =~ /^<IfModule mpm_event_module>\n(.*?)^<\/IfModule>/ms;
-my %ev = ($event // '') =~ /^\s*(StartServers|ThreadsPerChild)\s+(\d+)\s*$/mg;
-@threads = child_threads(\&apache_running, $ev{StartServers} // 0, $ev{ThreadsPerChild} // 1);
-is(scalar(grep { $_ >= ($ev{ThreadsPerChild} // 1) } @threads), $ev{StartServers},
-    "back: the site's event block, $ev{StartServers} processes of $ev{ThreadsPerChild} threads (threads: @threads)");
+my %ev = mpm_block($site, 'event');
+runs_processes(\&apache_running, $ev{StartServers}, $ev{ThreadsPerChild},
+    "back: the site's event block");
 
 # --- remove: apache2 keeps starting ------------------------------------------------------------------
 ($rc, $text) = dpkg('-r', $pkg);

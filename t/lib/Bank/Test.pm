@@ -15,7 +15,7 @@ use Bank::OpenAPI ();    # every answer checked against docs/openapi.yaml
 our @EXPORT = qw(json_request decode_body assert_error bankctl new_customer issue_token
   db_exec db_value db_bool db_time unique uuid4 error_log_since error_log_mark);
 our @EXPORT_OK = qw(slurp spew free_port httpd_binary modules_dir http09_refused raw
-  child_threads);
+  runs_processes mpm_block);
 
 # A whole file, and a file written whole.
 sub slurp {
@@ -263,19 +263,30 @@ sub modules_dir {
 }
 
 
-# The thread counts of httpd's children (the processes whose parent is $ppid, or the pid a
-# code ref returns: a pid file is written after the port answers), once $procs of them have
-# $threads or more, or after 5 s (children start their threads within a moment).
-sub child_threads {
-    my ($ppid, $procs, $threads) = @_;
+# Passes if httpd runs $procs children of $threads threads or more: the children of the
+# parent $ppid, or of the pid a code ref returns (a pid file is written after the port
+# answers); waits up to 5 s for them (children start their threads within a moment).
+sub runs_processes {
+    my ($ppid, $procs, $threads, $what) = @_;
     my @t;
+    return fail("$what: how many processes of how many threads is not known")
+      unless $procs && $threads;
     for (1 .. 50) {
         my $p = ref $ppid ? $ppid->() : $ppid;
         @t = $p ? map { scalar(() = glob("/proc/$_/task/*")) } split ' ', `ps -o pid= --ppid $p` : ();
         last if grep({ $_ >= $threads } @t) == $procs;
         select undef, undef, undef, 0.1;
     }
-    return @t;
+    return is(scalar(grep { $_ >= $threads } @t), $procs,
+        "$what: $procs processes of at least $threads threads (threads: @t)");
+}
+
+# StartServers and ThreadsPerChild of a configuration's <IfModule mpm_NAME_module> block (an
+# empty list without one).
+sub mpm_block {
+    my ($conf, $mpm) = @_;
+    my ($block) = $conf =~ /^<IfModule mpm_\Q$mpm\E_module>\n(.*?)^<\/IfModule>/ms;
+    return ($block // '') =~ /^\s*(StartServers|ThreadsPerChild)\s+(\d+)\s*$/mg;
 }
 
 1;
