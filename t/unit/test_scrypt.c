@@ -96,6 +96,63 @@ static void test_against_openssl(apr_pool_t *p)
     CHECK(same == cases);
 }
 
+/* Two computations together give what each gives alone: RFC 7914's third vector beside
+ * another password, then random pairs of one n, r and p against OpenSSL. */
+static void test_two(apr_pool_t *p)
+{
+    uint64_t seed = 0x74776f5f61745f31ULL;
+    unsigned char pass[2][48], salt[2][48], want[2][96], got[2][96], alone[64];
+    bank_scrypt_in_t in[2];
+    int i, c, same = 0, cases = 100;
+
+    in[0].pass = "pleaseletmein", in[0].passlen = 13;
+    in[0].salt = (const unsigned char *)"SodiumChloride", in[0].saltlen = 14;
+    in[0].out = got[0], in[0].outlen = 64;
+    in[1].pass = "pleaseletmeout", in[1].passlen = 14;
+    in[1].salt = (const unsigned char *)"NaCl", in[1].saltlen = 4;
+    in[1].out = got[1], in[1].outlen = 32;
+    CHECK(bank_scrypt_two(p, in, 16384, 8, 1) == 0);
+    CHECK(hex_is(got[0], 64,
+                 "7023bdcb3afd7348461c06cd81fd38ebfda8fbba904f8e3ea9b543f6545da1f2"
+                 "d5432955613f0fcf62d49705242a9af9e61e85dc0d651e40dfcf017b45575887"));
+    CHECK(bank_scrypt(p, "pleaseletmeout", 14, (const unsigned char *)"NaCl", 4, 16384, 8, 1, alone,
+                      32) == 0);
+    CHECK(memcmp(got[1], alone, 32) == 0);
+    for (i = 0; i < cases; i++) {
+        unsigned long n = 1UL << (1 + next(&seed) % 10), r = 1 + next(&seed) % 16,
+                      par = 1 + next(&seed) % 3;
+        int ok = 1;
+
+        if (r > 8 && n > 64) {
+            n = 64;
+        }
+        for (c = 0; c < 2; c++) {
+            apr_size_t k;
+
+            for (k = 0; k < sizeof(pass[c]); k++) {
+                pass[c][k] = (unsigned char)next(&seed);
+                salt[c][k] = (unsigned char)next(&seed);
+            }
+            in[c].pass = (const char *)pass[c], in[c].passlen = next(&seed) % sizeof(pass[c]);
+            in[c].salt = salt[c], in[c].saltlen = next(&seed) % sizeof(salt[c]);
+            in[c].out = got[c], in[c].outlen = 1 + next(&seed) % sizeof(want[c]);
+            ok = ok && EVP_PBE_scrypt(in[c].pass, in[c].passlen, salt[c], in[c].saltlen, n, r, par,
+                                      0, want[c], in[c].outlen) == 1;
+        }
+        if (ok && bank_scrypt_two(p, in, n, r, par) == 0 &&
+            memcmp(got[0], want[0], in[0].outlen) == 0 &&
+            memcmp(got[1], want[1], in[1].outlen) == 0) {
+            same++;
+        } else {
+            fprintf(stderr, "two differ from OpenSSL: n=%lu r=%lu p=%lu\n", n, r, par);
+        }
+    }
+    CHECK(same == cases);
+    /* refused as one would be */
+    CHECK(bank_scrypt_two(p, in, 1000, 8, 1) == -1);
+    CHECK(bank_scrypt_two(p, in, 1024, 1UL << 56, 1) == -1);
+}
+
 static void test_refused(apr_pool_t *p)
 {
     unsigned char out[64];
@@ -172,10 +229,48 @@ static void test_memory_given_back(apr_pool_t *p)
     CHECK(after - before < 4096);
 }
 
+/* Kept areas (bank_scrypt_keep): the first computation maps one and leaves it resident, the
+ * next ones use it again instead of mapping more, and bank_scrypt_drop_spares gives it back. */
+static void test_kept_area(apr_pool_t *p)
+{
+    unsigned char out[2][64];
+    bank_scrypt_in_t in[2];
+    long before = rss_kib(), first, again, dropped;
+    int i, ok = 0;
+
+    bank_scrypt_keep(1);
+    ok += bank_scrypt(p, "bench-password", 14, (const unsigned char *)"0123456789abcdef", 16, 16384,
+                      8, 1, out[0], sizeof(out[0])) == 0;
+    first = rss_kib();
+    for (i = 0; i < 2; i++) {
+        in[i].pass = "bench-password", in[i].passlen = 14;
+        in[i].salt = (const unsigned char *)"0123456789abcdef", in[i].saltlen = 16;
+        in[i].out = out[i], in[i].outlen = sizeof(out[i]);
+    }
+    /* a pair needs twice the area: the one kept is too small, replaced by one of that size */
+    ok += bank_scrypt_two(p, in, 16384, 8, 1) == 0;
+    ok += bank_scrypt(p, "bench-password", 14, (const unsigned char *)"0123456789abcdef", 16, 16384,
+                      8, 1, out[0], sizeof(out[0])) == 0;
+    ok += bank_scrypt_two(p, in, 16384, 8, 1) == 0;
+    again = rss_kib();
+    bank_scrypt_drop_spares();
+    dropped = rss_kib();
+    bank_scrypt_keep(0);
+    fprintf(stderr, "kept area: %+ld KiB after one, %+ld after four, %+ld dropped\n",
+            first - before, again - before, dropped - before);
+    CHECK(ok == 4);
+    CHECK(first - before >= 16 * 1024);
+    CHECK(again - before >= 32 * 1024 && again - before < 40 * 1024);
+    CHECK(dropped - before < 4096);
+    CHECK(memcmp(out[0], out[1], sizeof(out[0])) == 0);
+}
+
 static void run_tests(apr_pool_t *p)
 {
     test_rfc7914(p);
     test_against_openssl(p);
+    test_two(p);
     test_refused(p);
     test_memory_given_back(p);
+    test_kept_area(p);
 }
