@@ -424,6 +424,47 @@ int bank_password_verify(apr_pool_t *p, const char *plain, const char *stored)
     return BANK_PW_MALFORMED;
 }
 
+const char *bank_password_pair_kind(apr_pool_t *p, const char *stored)
+{
+    scrypt_params sp;
+
+    if (!stored || strncmp(stored, "$scrypt$", 8) != 0 || scrypt_parse(p, stored + 8, &sp) != 0) {
+        return NULL;
+    }
+    return apr_psprintf(p, "$scrypt$n=%lu,r=%lu,p=%lu", sp.n, sp.r, sp.p);
+}
+
+void bank_password_verify_two(apr_pool_t *p, const char *const plain[2],
+                              const char *const stored[2], int rc[2])
+{
+    scrypt_params sp[2];
+    bank_scrypt_in_t in[2];
+    int c, pair = 1;
+
+    for (c = 0; c < 2 && pair; c++) {
+        pair = plain[c] && stored[c] && strncmp(stored[c], "$scrypt$", 8) == 0 &&
+               scrypt_parse(p, stored[c] + 8, &sp[c]) == 0;
+    }
+    if (pair && sp[0].n == sp[1].n && sp[0].r == sp[1].r && sp[0].p == sp[1].p) {
+        for (c = 0; c < 2; c++) {
+            in[c].pass = plain[c], in[c].passlen = strlen(plain[c]);
+            in[c].salt = sp[c].salt, in[c].saltlen = sp[c].saltlen;
+            in[c].out = apr_palloc(p, sp[c].keylen), in[c].outlen = sp[c].keylen;
+        }
+        if (bank_scrypt_two(p, in, sp[0].n, sp[0].r, sp[0].p) == 0) {
+            for (c = 0; c < 2; c++) {
+                rc[c] = CRYPTO_memcmp(in[c].out, sp[c].key, sp[c].keylen) == 0 ? BANK_PW_MATCH
+                                                                               : BANK_PW_MISMATCH;
+            }
+            return;
+        }
+    }
+    /* not two scrypt hashes of one cost (or their work area could not be had): one by one */
+    for (c = 0; c < 2; c++) {
+        rc[c] = bank_password_verify(p, plain[c], stored[c]);
+    }
+}
+
 char *bank_password_hash(apr_pool_t *p, const char *plain)
 {
     unsigned char salt[SCRYPT_SALT_LEN], key[SCRYPT_KEY_LEN];

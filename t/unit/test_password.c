@@ -506,12 +506,68 @@ static void test_dummy_like(apr_pool_t *p)
     CHECK_STR(bank_password_dummy_copy(p), bank_password_dummy());
 }
 
+/* Two verifications at once (bank_password_verify_two) answer as two alone, whether they are
+ * computed together (scrypt of one cost) or one after the other (any other two). */
+static void test_verify_two(apr_pool_t *p)
+{
+    static const struct {
+        const char *plain[2], *stored[2];
+        int want[2];
+    } cases[] = {
+        {{"password", "correct horse battery staple"},
+         {ADONIS_SCRYPT, PY_SCRYPT_DEFAULT},
+         {BANK_PW_MATCH, BANK_PW_MATCH}},
+        {{"password", "correct horse battery stapl"},
+         {ADONIS_SCRYPT, PY_SCRYPT_DEFAULT},
+         {BANK_PW_MATCH, BANK_PW_MISMATCH}},
+        {{"Password", "correct horse battery staple"},
+         {ADONIS_SCRYPT, PY_SCRYPT_DEFAULT},
+         {BANK_PW_MISMATCH, BANK_PW_MATCH}},
+        {{"password", "password"}, {ADONIS_SCRYPT, ADONIS_SCRYPT}, {BANK_PW_MATCH, BANK_PW_MATCH}},
+        /* costs differ: one after the other */
+        {{"password", "hunter2"},
+         {ADONIS_SCRYPT, PY_SCRYPT_REORDERED},
+         {BANK_PW_MATCH, BANK_PW_MATCH}},
+        {{"hunter3", "p\xc3\xa4ssw\xc3\xb6rd"},
+         {PY_SCRYPT_REORDERED, PY_SCRYPT_UTF8_128},
+         {BANK_PW_MISMATCH, BANK_PW_MATCH}},
+        /* other algorithms, unreadable hashes and no password */
+        {{"password", "password"}, {HTPASSWD_2B, ADONIS_SCRYPT}, {BANK_PW_MATCH, BANK_PW_MATCH}},
+        {{"password", "password"},
+         {ADONIS_SCRYPT, "$scrypt$n=16384,r=8,p=1$YhdCGu1G+vTC6F9oJZ16lg$"},
+         {BANK_PW_MATCH, BANK_PW_MALFORMED}},
+        {{"password", NULL}, {ADONIS_SCRYPT, ADONIS_SCRYPT}, {BANK_PW_MATCH, BANK_PW_MISMATCH}},
+        {{"password", "password"}, {NULL, ADONIS_SCRYPT}, {BANK_PW_MALFORMED, BANK_PW_MATCH}},
+    };
+    apr_size_t i;
+    int rc[2];
+
+    for (i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+        rc[0] = rc[1] = 42;
+        bank_password_verify_two(p, cases[i].plain, cases[i].stored, rc);
+        if (rc[0] != cases[i].want[0] || rc[1] != cases[i].want[1]) {
+            fprintf(stderr, "verify_two case %zu: %d %d\n", (size_t)i, rc[0], rc[1]);
+        }
+        CHECK(rc[0] == cases[i].want[0] && rc[1] == cases[i].want[1]);
+    }
+    /* the kind that pairs: scrypt's cost as a string, whatever the order of its parameters */
+    CHECK(strcmp(bank_password_pair_kind(p, ADONIS_SCRYPT), "$scrypt$n=16384,r=8,p=1") == 0);
+    CHECK(strcmp(bank_password_pair_kind(p, PY_SCRYPT_REORDERED), "$scrypt$n=1024,r=4,p=2") == 0);
+    CHECK(strcmp(bank_password_pair_kind(p, bank_password_dummy()), "$scrypt$n=16384,r=8,p=1") ==
+          0);
+    CHECK(bank_password_pair_kind(p, HTPASSWD_2B) == NULL);
+    CHECK(bank_password_pair_kind(p, ARGON2ID_ADONIS) == NULL);
+    CHECK(bank_password_pair_kind(p, "$scrypt$n=16384,r=8,p=1$YhdCGu1G+vTC6F9oJZ16lg$") == NULL);
+    CHECK(bank_password_pair_kind(p, NULL) == NULL);
+}
+
 static void run_tests(apr_pool_t *p)
 {
     test_dummy_like(p);
     test_cost_caps(p);
     test_scrypt(p);
     test_scrypt_malformed(p);
+    test_verify_two(p);
     test_bcrypt(p);
     test_bcrypt_malformed(p);
     test_hash_and_dummy(p);
