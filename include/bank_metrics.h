@@ -47,6 +47,7 @@ typedef enum {
     BANK_M_PUSH_FAILED,       /* given up: attempts used up, or refused for good */
     BANK_M_PUSH_UNREGISTERED, /* the device's token is gone: the device row deleted */
     BANK_M_PUSH_LEAN,         /* rounds held to BANK_PUSH_BATCH_LEAN: CPUs or commits busy */
+    BANK_M_PASSWORD_PAIRS,    /* two sign-ins' password verifications computed together */
     BANK_M_COUNT
 } bank_metric_t;
 

@@ -6,6 +6,7 @@
 
 #include <httpd.h>
 #include <http_config.h>
+#include "bank_sign_in.h"
 
 typedef struct bank_verifier_s bank_verifier_t;
 
@@ -17,10 +18,12 @@ bank_verifier_t *bank_verifier_new(apr_pool_t *pconf, int concurrency, int waiti
 bank_verifier_t *bank_verifier_default(void);
 /* Starts the threads of every bound in this child; they stop when pchild goes. */
 void bank_verify_child_init(apr_pool_t *pchild, server_rec *s);
-/* A bank_sign_in_runner_fn (bank_sign_in.h): runs fn(arg) on one of v's threads and returns
+/* A bank_sign_in_runner_fn (bank_sign_in.h): runs the job on one of v's threads and returns
  * 0 once it has run; 1 at once if v already has its concurrency running and its waiting
- * queued, or 1 after bank_verify_max_wait() if it had not started computing by then. */
-int bank_verify_run(void *v, void (*fn)(void *arg), void *arg);
+ * queued, or 1 after bank_verify_max_wait() if it had not started computing by then. A thread
+ * that starts a job computes it together with the first job of its kind queued behind it, if
+ * any, on the same slot of the server's bound. */
+int bank_verify_run(void *v, const bank_sign_in_job_t *job);
 /* 1 if v has room for one more verification now (bank_verify_run may still refuse: others
  * may take it first), 0 if its concurrency runs and its waiting are queued. */
 int bank_verify_has_room(void *v);

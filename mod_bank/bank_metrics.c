@@ -73,6 +73,9 @@ static const struct {
                           "Push sender rounds held to a few messages because the CPUs had "
                           "less idle time than BankPushSpareCPU or many payment notices waited "
                           "for their commit (the webhook comes first)."},
+    [BANK_M_PASSWORD_PAIRS] = {"bank_password_verification_pairs_total", NULL,
+                               "Pairs of password verifications computed together on one CPU: "
+                               "two sign-ins waiting at once with scrypt hashes of one cost."},
 };
 
 void bank_metrics_count(bank_metrics_t *m, bank_metric_t c)

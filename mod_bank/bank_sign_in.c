@@ -49,18 +49,39 @@ static bank_db_rc over(flow_t *f, bank_sign_in_verdict v, const bank_counter_t *
 typedef struct {
     apr_pool_t *pool;
     const char *plain;
-    const char *stored; /* NULL: unknown e-mail */
+    const char *stored;  /* NULL: unknown e-mail */
+    const char *against; /* stored, or the dummy for an unknown e-mail */
     int rc;
 } verify_job;
+
+/* After the verification: an unreadable stored hash costs a verification of the dummy. */
+static void verify_unreadable(verify_job *j)
+{
+    if (j->stored && j->rc == BANK_PW_MALFORMED) {
+        bank_password_verify(j->pool, j->plain, bank_password_dummy_copy(j->pool));
+    }
+}
 
 static void verify(void *arg)
 {
     verify_job *j = arg;
-    const char *dummy = bank_password_dummy_copy(j->pool);
 
-    j->rc = bank_password_verify(j->pool, j->plain, j->stored ? j->stored : dummy);
-    if (j->stored && j->rc == BANK_PW_MALFORMED) {
-        bank_password_verify(j->pool, j->plain, dummy);
+    j->rc = bank_password_verify(j->pool, j->plain, j->against);
+    verify_unreadable(j);
+}
+
+/* Two sign-ins' verifications together (the runner pairs jobs of one kind). Both requests wait
+ * for it, so the first one's pool serves both. */
+static void verify_two(void *arg, void *other)
+{
+    verify_job *j[2] = {arg, other};
+    const char *plain[2] = {j[0]->plain, j[1]->plain}, *against[2] = {j[0]->against, j[1]->against};
+    int rc[2], c;
+
+    bank_password_verify_two(j[0]->pool, plain, against, rc);
+    for (c = 0; c < 2; c++) {
+        j[c]->rc = rc[c];
+        verify_unreadable(j[c]);
     }
 }
 
@@ -128,15 +149,20 @@ void bank_sign_in_forget_dummy(void)
 /* 1 if the password matches, 0 if not, -1 if the runner had no room for it. */
 static int password_ok(flow_t *f, int known)
 {
-    verify_job j = {f->pool, f->in->password, known ? f->out->customer.password : NULL, 0};
+    verify_job j = {f->pool, f->in->password, known ? f->out->customer.password : NULL, NULL, 0};
+    bank_sign_in_job_t job;
     int refused = 0;
+
+    j.against = j.stored ? j.stored : bank_password_dummy_copy(f->pool);
+    job.one = verify, job.two = verify_two, job.arg = &j;
+    job.kind = bank_password_pair_kind(f->pool, j.against);
 
     /* counted from admission to the end: waiting for a turn, then computing */
     if (f->in->metrics) {
         bank_metrics_waiting(f->in->metrics, 1);
     }
     if (f->in->run) {
-        refused = f->in->run(f->in->run_baton, verify, &j) != 0;
+        refused = f->in->run(f->in->run_baton, &job) != 0;
     } else {
         verify(&j);
     }

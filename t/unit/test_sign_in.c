@@ -237,18 +237,17 @@ static void test_defaults(void)
 }
 
 /* A host runner with no room (bank_sign_in_runner_fn), and one that runs the job here. */
-static int full(void *baton, void (*fn)(void *arg), void *arg)
+static int full(void *baton, const bank_sign_in_job_t *job)
 {
-    (void)fn;
-    (void)arg;
+    (void)job;
     ++*(int *)baton;
     return 1;
 }
 
-static int here(void *baton, void (*fn)(void *arg), void *arg)
+static int here(void *baton, const bank_sign_in_job_t *job)
 {
     ++*(int *)baton;
-    fn(arg);
+    job->one(job->arg);
     return 0;
 }
 
@@ -301,11 +300,11 @@ static bank_db_t *lender_take(void *baton)
     return l->db;
 }
 
-static int watching(void *baton, void (*fn)(void *arg), void *arg)
+static int watching(void *baton, const bank_sign_in_job_t *job)
 {
     lender_t *l = baton;
     l->held_while_verifying += l->held;
-    fn(arg);
+    job->one(job->arg);
     return 0;
 }
 
