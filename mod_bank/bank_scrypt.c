@@ -420,8 +420,8 @@ void bank_scrypt_drop_spares(void)
     pthread_mutex_unlock(&spare_lock);
 }
 
-/* The mapping for len bytes: the spare area on top if it is large enough (one too small is
- * unmapped), else a new one; kept afterwards if areas are kept. 0, or -1 if none could be
+/* The mapping for len bytes: the spare area on top once those too small above it are
+ * unmapped, else a new one; kept afterwards if areas are kept. 0, or -1 if none could be
  * mapped. */
 static int area_for(mapping_t *m, apr_size_t len)
 {
@@ -429,7 +429,7 @@ static int area_for(mapping_t *m, apr_size_t len)
     m->kept = keep_max > 0;
     if (m->kept) {
         drop_spares(keep_max);
-        if (spares > 0 && spare[spares - 1].len < len) {
+        while (spares > 0 && spare[spares - 1].len < len) {
             drop_spares(spares - 1);
         }
         if (spares > 0) {

@@ -2,15 +2,16 @@
  * BankPasswordVerifyConcurrency, BankPasswordVerifyServerConcurrency). One scrypt verification
  * takes a few tens of ms of one CPU and a 16 MiB work area (mod_bank/bank_scrypt.c): the
  * process keeps one such area, wiped, for each verification that can compute at once in it,
- * from one verification to the next, and unmaps them once its threads had none to do for
- * KEEP_IDLE, so nothing of it stays after a flood. argon2 (AdonisJS's default about 160 ms and
+ * from one verification to the next, and unmaps them once none computed for KEEP_IDLE, so
+ * nothing of it stays after a flood. argon2 (AdonisJS's default about 160 ms and
  * 64 MiB) computes all its lanes on the calling thread with its work area mapped for the call
  * (bank_password.c): whatever the algorithm, one verification uses one CPU and is counted as
  * one below, per process and per server.
  *  - Two at once: a thread that holds a slot (below) for a scrypt verification takes the first
- *    queued one of the same cost with it, and computes both together (bank_scrypt_two): about
- *    1.4 times as many per second on the same CPUs, when sign-ins wait for a turn. Neither
- *    waits for the other to come: one that finds no partner is computed alone.
+ *    queued one of the same cost with it when that one would wait otherwise (no slot or no
+ *    thread free for it), and computes both together (bank_scrypt_two): about 1.4 times as
+ *    many per second on the same CPUs. Neither waits for the other to come: one that finds no
+ *    partner is computed alone.
  *  - Per process: only `concurrency` threads of each process verify, in order, with at most
  *    `waiting` sign-ins queued; a sign-in beyond that is refused at once (503) instead of
  *    holding an httpd thread to wait. The defaults leave half of the process's threads
@@ -257,6 +258,11 @@ static int gate(int op, apr_time_t deadline)
     }
 }
 
+/* In this process, whatever the bound: the verifications computing now, and when the last
+ * one ended (the kept work areas go once none has for KEEP_IDLE). */
+static int computing;
+static apr_time_t last_end;
+
 /* Takes out of v's queue the first job j can be computed with (v->lock held): of j's kind,
  * and still within its deadline. NULL if none waits. */
 static job_t *partner(bank_verifier_t *v, const job_t *j)
@@ -293,16 +299,20 @@ static job_t *compute(bank_verifier_t *v, job_t *j)
     }
     /* how many compute now, as the semaphore counts them (exact whatever became of processes
      * that held slots: the kernel gave theirs back) */
-    if (held && m && (free_slots = semctl(gate_id, 0, GETVAL)) >= 0 && free_slots < gate_slots) {
+    free_slots = held ? semctl(gate_id, 0, GETVAL) : -1;
+    if (m && free_slots >= 0 && free_slots < gate_slots) {
         bank_metrics_running(m, (apr_uint64_t)(gate_slots - free_slots));
     }
+    /* a partner only if it would wait otherwise: every slot of the server's bound is taken, or
+     * every thread of v is (a free slot and a free thread compute it at once, on another CPU) */
     if (v && j->job->kind && j->job->two) {
         apr_thread_mutex_lock(v->lock);
-        if ((k = partner(v, j)) != NULL) {
+        if ((free_slots == 0 || v->running >= v->threads) && (k = partner(v, j)) != NULL) {
             v->running++;
         }
         apr_thread_mutex_unlock(v->lock);
     }
+    __atomic_add_fetch(&computing, 1, __ATOMIC_ACQ_REL);
     if (k) {
         if (m) {
             bank_metrics_count(m, BANK_M_PASSWORD_PAIRS);
@@ -311,6 +321,8 @@ static job_t *compute(bank_verifier_t *v, job_t *j)
     } else {
         j->job->one(j->job->arg);
     }
+    __atomic_store_n(&last_end, apr_time_now(), __ATOMIC_RELEASE);
+    __atomic_sub_fetch(&computing, 1, __ATOMIC_ACQ_REL);
     if (held) {
         gate(1, 0);
     }
@@ -318,8 +330,8 @@ static job_t *compute(bank_verifier_t *v, job_t *j)
 }
 
 /* The process keeps scrypt work areas from one verification to the next while sign-ins come
- * (bank_scrypt_keep, child_init); a verification thread that had none to do for this long
- * unmaps the spare ones. */
+ * (bank_scrypt_keep, child_init); once no verification of the process computed for this
+ * long, a verification thread that had none to do unmaps the spare ones. */
 #define KEEP_IDLE apr_time_from_sec(2)
 
 static void *APR_THREAD_FUNC worker(apr_thread_t *t, void *data)
@@ -334,7 +346,8 @@ static void *APR_THREAD_FUNC worker(apr_thread_t *t, void *data)
             if (!worked) {
                 apr_thread_cond_wait(v->work, v->lock);
             } else if (apr_thread_cond_timedwait(v->work, v->lock, KEEP_IDLE) == APR_TIMEUP &&
-                       !v->head) {
+                       !v->head && !__atomic_load_n(&computing, __ATOMIC_ACQUIRE) &&
+                       apr_time_now() - __atomic_load_n(&last_end, __ATOMIC_ACQUIRE) >= KEEP_IDLE) {
                 worked = 0;
                 apr_thread_mutex_unlock(v->lock);
                 bank_scrypt_drop_spares();

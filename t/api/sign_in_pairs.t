@@ -5,17 +5,21 @@
 # them, so that many wait: right and wrong passwords of several customers, unknown e-mails, a
 # customer whose scrypt hash has another cost and one with a bcrypt hash, all at once. Every
 # answer is the one a sign-in alone gets: 200 with the customer's own token, or 400
-# E_INVALID_CREDENTIALS.
+# E_INVALID_CREDENTIALS. And a sign-in that a free CPU and a free thread can verify at once is
+# not paired: on a server of four slots and four threads per process, two sign-ins at a time
+# are never verified together.
 use strict;
 use warnings FATAL => 'all';
 use Apache::Test qw(-withtestmore);
 use Apache::TestRequest qw(GET);
 use Bank::Test;
 use Bank::SignIn;
-use Bank::Servers qw(main_server concurrent);
+use Bank::Servers qw(main_server concurrent start_server);
 
 sub pairs {
-    my ($v) = GET('/metrics')->content =~ /^bank_password_verification_pairs_total (\d+)$/m;
+    my ($srv) = @_;
+    my $res = $srv ? $srv->request(GET => '/metrics') : GET('/metrics');
+    my ($v) = $res->content =~ /^bank_password_verification_pairs_total (\d+)$/m;
     return $v;
 }
 
@@ -73,5 +77,16 @@ for my $i (grep { $cases[$_][2] && $res[$_]->code == 200 } 0 .. $#cases) {
     my $r   = json_request('GET', '/misc/payment_banks', headers => { Authorization => "Bearer $tok" });
     is($r->code, 200, "sign-in $i: its token is accepted");
 }
+
+# --- room for both: no pair ------------------------------------------------------------
+my $roomy = start_server(extra => "\nBankPasswordVerifyServerConcurrency 4\n");
+my $was   = pairs($roomy);
+for my $round (1 .. 4) {
+    my @two = concurrent(map { [$roomy, sign_in_req($_->{email}, $_->{password}, '/wide/sign_in')] }
+          @cust[0, 1]);
+    is(join(',', map { $_->code } @two), '200,200', "room for both, round $round: both 200");
+}
+is(pairs($roomy) - $was, 0, 'room for both: each verified on its own CPU, no pair');
+$roomy->stop;
 
 done_testing();

@@ -265,6 +265,44 @@ static void test_kept_area(apr_pool_t *p)
     CHECK(memcmp(out[0], out[1], sizeof(out[0])) == 0);
 }
 
+/* Kept areas of one computation's size, then a pair: the spares too small for it are all
+ * given back and a new area mapped (a pair written into a single's area would run past its
+ * end). Two threads computing at once leave two spares. */
+static void test_kept_areas_too_small(apr_pool_t *p)
+{
+    apr_thread_t *t[2];
+    apr_status_t rv;
+    unsigned char out[2][64], alone[64];
+    bank_scrypt_in_t in[2];
+    long before = rss_kib(), two_spares;
+    int i, ok[2] = {0, 0};
+
+    bank_scrypt_keep(2);
+    for (i = 0; i < 2; i++) {
+        CHECK(apr_thread_create(&t[i], NULL, verify_four, &ok[i], p) == APR_SUCCESS);
+    }
+    for (i = 0; i < 2; i++) {
+        apr_thread_join(&rv, t[i]);
+    }
+    two_spares = rss_kib() - before;
+    CHECK(ok[0] == 4 && ok[1] == 4);
+    for (i = 0; i < 2; i++) {
+        in[i].pass = "bench-password", in[i].passlen = 14;
+        in[i].salt = (const unsigned char *)"0123456789abcdef", in[i].saltlen = 16;
+        in[i].out = out[i], in[i].outlen = sizeof(out[i]);
+    }
+    CHECK(bank_scrypt_two(p, in, 16384, 8, 1) == 0);
+    CHECK(bank_scrypt(p, "bench-password", 14, (const unsigned char *)"0123456789abcdef", 16, 16384,
+                      8, 1, alone, sizeof(alone)) == 0);
+    fprintf(stderr, "two threads at once left %+ld KiB; then a pair: %+ld KiB\n", two_spares,
+            rss_kib() - before);
+    bank_scrypt_keep(0);
+    /* both threads computed at once: two spares of one computation's size were there */
+    CHECK(two_spares >= 32 * 1024);
+    CHECK(memcmp(out[0], alone, sizeof(alone)) == 0 && memcmp(out[1], alone, sizeof(alone)) == 0);
+    CHECK(rss_kib() - before < 4096);
+}
+
 static void run_tests(apr_pool_t *p)
 {
     test_rfc7914(p);
@@ -273,4 +311,5 @@ static void run_tests(apr_pool_t *p)
     test_refused(p);
     test_memory_given_back(p);
     test_kept_area(p);
+    test_kept_areas_too_small(p);
 }
