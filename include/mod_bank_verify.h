@@ -21,8 +21,9 @@ void bank_verify_child_init(apr_pool_t *pchild, server_rec *s);
 /* A bank_sign_in_runner_fn (bank_sign_in.h): runs the job on one of v's threads and returns
  * 0 once it has run; 1 at once if v already has its concurrency running and its waiting
  * queued, or 1 after bank_verify_max_wait() if it had not started computing by then. A thread
- * that starts a job computes it together with the first job of its kind queued behind it, if
- * any, on the same slot of the server's bound. */
+ * that starts a job computes it together with the first job of its kind queued behind it, on
+ * the same slot of the server's bound, when that one would wait otherwise (no slot or no
+ * thread free for it). */
 int bank_verify_run(void *v, const bank_sign_in_job_t *job);
 /* 1 if v has room for one more verification now (bank_verify_run may still refuse: others
  * may take it first), 0 if its concurrency runs and its waiting are queued. */

@@ -206,6 +206,24 @@ static int scrypt_parse(apr_pool_t *p, const char *rest, scrypt_params *sp)
     return 0;
 }
 
+/* stored, when it is "$scrypt$..." within the bounds, into sp: 1, else 0. */
+static int scrypt_of(apr_pool_t *p, const char *stored, scrypt_params *sp)
+{
+    return stored && strncmp(stored, "$scrypt$", 8) == 0 && scrypt_parse(p, stored + 8, sp) == 0;
+}
+
+/* sp's algorithm and parameters, "$scrypt$n=16384,r=8,p=1". */
+static const char *scrypt_cost(apr_pool_t *p, const scrypt_params *sp)
+{
+    return apr_psprintf(p, "$scrypt$n=%lu,r=%lu,p=%lu", sp->n, sp->r, sp->p);
+}
+
+/* The verdict on a derived key, in constant time. */
+static int scrypt_verdict(const unsigned char *got, const scrypt_params *sp)
+{
+    return CRYPTO_memcmp(got, sp->key, sp->keylen) == 0 ? BANK_PW_MATCH : BANK_PW_MISMATCH;
+}
+
 static int verify_scrypt(apr_pool_t *p, const char *plain, const char *rest)
 {
     scrypt_params sp;
@@ -218,7 +236,7 @@ static int verify_scrypt(apr_pool_t *p, const char *plain, const char *rest)
     if (scrypt_derive(p, plain, &sp, got) != 0) {
         return BANK_PW_MALFORMED;
     }
-    return CRYPTO_memcmp(got, sp.key, sp.keylen) == 0 ? BANK_PW_MATCH : BANK_PW_MISMATCH;
+    return scrypt_verdict(got, &sp);
 }
 
 /* $2a$/$2b$/$2y$, two-digit cost, then 22 salt + 31 hash characters of bcrypt's alphabet. */
@@ -428,10 +446,7 @@ const char *bank_password_pair_kind(apr_pool_t *p, const char *stored)
 {
     scrypt_params sp;
 
-    if (!stored || strncmp(stored, "$scrypt$", 8) != 0 || scrypt_parse(p, stored + 8, &sp) != 0) {
-        return NULL;
-    }
-    return apr_psprintf(p, "$scrypt$n=%lu,r=%lu,p=%lu", sp.n, sp.r, sp.p);
+    return scrypt_of(p, stored, &sp) ? scrypt_cost(p, &sp) : NULL;
 }
 
 void bank_password_verify_two(apr_pool_t *p, const char *const plain[2],
@@ -442,8 +457,7 @@ void bank_password_verify_two(apr_pool_t *p, const char *const plain[2],
     int c, pair = 1;
 
     for (c = 0; c < 2 && pair; c++) {
-        pair = plain[c] && stored[c] && strncmp(stored[c], "$scrypt$", 8) == 0 &&
-               scrypt_parse(p, stored[c] + 8, &sp[c]) == 0;
+        pair = plain[c] && scrypt_of(p, stored[c], &sp[c]);
     }
     if (pair && sp[0].n == sp[1].n && sp[0].r == sp[1].r && sp[0].p == sp[1].p) {
         for (c = 0; c < 2; c++) {
@@ -453,8 +467,7 @@ void bank_password_verify_two(apr_pool_t *p, const char *const plain[2],
         }
         if (bank_scrypt_two(p, in, sp[0].n, sp[0].r, sp[0].p) == 0) {
             for (c = 0; c < 2; c++) {
-                rc[c] = CRYPTO_memcmp(in[c].out, sp[c].key, sp[c].keylen) == 0 ? BANK_PW_MATCH
-                                                                               : BANK_PW_MISMATCH;
+                rc[c] = scrypt_verdict(in[c].out, &sp[c]);
             }
             return;
         }
@@ -505,8 +518,8 @@ char *bank_password_dummy_like(apr_pool_t *p, const char *stored, const char **c
     if (!stored) {
         return NULL;
     }
-    if (!strncmp(stored, "$scrypt$", 8) && scrypt_parse(p, stored + 8, &sp) == 0) {
-        *cost = apr_psprintf(p, "$scrypt$n=%lu,r=%lu,p=%lu", sp.n, sp.r, sp.p);
+    if (scrypt_of(p, stored, &sp)) {
+        *cost = scrypt_cost(p, &sp);
         salt = random_b64(p, sp.saltlen), key = random_b64(p, sp.keylen);
         return salt && key ? apr_pstrcat(p, *cost, "$", salt, "$", key, (char *)NULL) : NULL;
     }

@@ -133,7 +133,7 @@ static inline __attribute__((always_inline)) void turn(lane_t *a1, lane_t *a2, l
 /* Salsa20/8 on `count` blocks at once (1 or 2, a constant where it is inlined), each b[c][4],
  * in place. Two blocks are two independent chains of steps: the core runs the steps of one
  * while those of the other wait for their results (one chain leaves most of its vector units
- * idle), so two take about 1.4 times as long as one (docs/benchmarks.md, "Sign-ins
+ * idle), so two take about 1.3 times as long as one (docs/benchmarks.md, "Sign-ins
  * verified two at a time"). */
 static inline __attribute__((always_inline)) void salsa20_8(lane_t *const *b, int count)
 {
@@ -332,7 +332,7 @@ typedef struct {
 /* Work areas given back by computations and kept for the next ones (bank_scrypt_keep), the
  * last given back on top: the next computation takes the area whose pages the caches hold
  * best. Measured: with each of a process's verification threads keeping its own area, the
- * areas were used in turn and a pair of sign-ins took 41 ms instead of 35.5 ms. Only the
+ * areas were used in turn and a pair of sign-ins took 41 ms instead of 36 ms. Only the
  * process that kept them has them (spare_pid): MADV_DONTFORK leaves them out of a child. */
 static pthread_mutex_t spare_lock = PTHREAD_MUTEX_INITIALIZER;
 static struct {

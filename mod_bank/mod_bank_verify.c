@@ -1,11 +1,11 @@
 /* Password verifications bounded per process and per server (docs/configuration.md,
  * BankPasswordVerifyConcurrency, BankPasswordVerifyServerConcurrency). One scrypt verification
- * takes a few tens of ms of one CPU and a 16 MiB work area (mod_bank/bank_scrypt.c): the
- * process keeps one such area, wiped, for each verification that can compute at once in it,
- * from one verification to the next, and unmaps them once none computed for KEEP_IDLE, so
- * nothing of it stays after a flood. argon2 (AdonisJS's default about 160 ms and
- * 64 MiB) computes all its lanes on the calling thread with its work area mapped for the call
- * (bank_password.c): whatever the algorithm, one verification uses one CPU and is counted as
+ * takes a few tens of ms of one CPU and a 16 MiB work area (mod_bank/bank_scrypt.c; 32 MiB for
+ * two together): the process keeps one such area, wiped, for each of its verification threads
+ * (at most the server's slots), from one verification to the next, and unmaps them once none
+ * computed for KEEP_IDLE, so nothing of it stays after a flood. argon2 (AdonisJS's default about
+ * 160 ms and 64 MiB) computes all its lanes on the calling thread with its work area mapped for the
+ * call (bank_password.c): whatever the algorithm, one verification uses one CPU and is counted as
  * one below, per process and per server.
  *  - Two at once: a thread that holds a slot (below) for a scrypt verification takes the first
  *    queued one of the same cost with it when that one would wait otherwise (no slot or no
@@ -68,8 +68,8 @@ struct bank_verifier_s {
     apr_thread_cond_t *work; /* a job was queued, or stop */
     apr_thread_cond_t *done; /* a job finished */
     job_t *head, *tail;
-    int admitted; /* running or queued */
-    int running;
+    int admitted; /* computing or queued */
+    int busy;     /* threads computing (one job, or a pair) */
     int stop;
     int threads; /* started */
     apr_thread_t **thread;
@@ -263,20 +263,19 @@ static int gate(int op, apr_time_t deadline)
 static int computing;
 static apr_time_t last_end;
 
+static int unqueue(bank_verifier_t *v, job_t *j);
+
 /* Takes out of v's queue the first job j can be computed with (v->lock held): of j's kind,
  * and still within its deadline. NULL if none waits. */
 static job_t *partner(bank_verifier_t *v, const job_t *j)
 {
     apr_time_t now = apr_time_now();
-    job_t **at, *prev = NULL, *k;
+    job_t *k;
 
-    for (at = &v->head; (k = *at) != NULL; prev = k, at = &k->next) {
+    for (k = v->head; k; k = k->next) {
         if (k->job->kind && k->job->two == j->job->two && now < k->deadline &&
             strcmp(k->job->kind, j->job->kind) == 0) {
-            *at = k->next;
-            if (v->tail == k) {
-                v->tail = prev;
-            }
+            unqueue(v, k);
             return k;
         }
     }
@@ -307,8 +306,8 @@ static job_t *compute(bank_verifier_t *v, job_t *j)
      * every thread of v is (a free slot and a free thread compute it at once, on another CPU) */
     if (v && j->job->kind && j->job->two) {
         apr_thread_mutex_lock(v->lock);
-        if ((free_slots == 0 || v->running >= v->threads) && (k = partner(v, j)) != NULL) {
-            v->running++;
+        if (free_slots == 0 || v->busy >= v->threads) {
+            k = partner(v, j);
         }
         apr_thread_mutex_unlock(v->lock);
     }
@@ -338,6 +337,7 @@ static void *APR_THREAD_FUNC worker(apr_thread_t *t, void *data)
 {
     bank_verifier_t *v = data;
     job_t *j, *k;
+    apr_interval_time_t idle;
     int worked = 0;
 
     apr_thread_mutex_lock(v->lock);
@@ -345,14 +345,18 @@ static void *APR_THREAD_FUNC worker(apr_thread_t *t, void *data)
         while (!v->head && !v->stop) {
             if (!worked) {
                 apr_thread_cond_wait(v->work, v->lock);
-            } else if (apr_thread_cond_timedwait(v->work, v->lock, KEEP_IDLE) == APR_TIMEUP &&
-                       !v->head && !__atomic_load_n(&computing, __ATOMIC_ACQUIRE) &&
-                       apr_time_now() - __atomic_load_n(&last_end, __ATOMIC_ACQUIRE) >= KEEP_IDLE) {
+                continue;
+            }
+            idle = apr_time_now() - __atomic_load_n(&last_end, __ATOMIC_ACQUIRE);
+            if (!__atomic_load_n(&computing, __ATOMIC_ACQUIRE) && idle >= KEEP_IDLE) {
                 worked = 0;
                 apr_thread_mutex_unlock(v->lock);
                 bank_scrypt_drop_spares();
                 apr_thread_mutex_lock(v->lock);
+                continue;
             }
+            apr_thread_cond_timedwait(v->work, v->lock,
+                                      idle >= 0 && idle < KEEP_IDLE ? KEEP_IDLE - idle : KEEP_IDLE);
         }
         if (v->stop) {
             break;
@@ -363,11 +367,11 @@ static void *APR_THREAD_FUNC worker(apr_thread_t *t, void *data)
         if (!v->head) {
             v->tail = NULL;
         }
-        v->running++;
+        v->busy++;
         apr_thread_mutex_unlock(v->lock);
         k = compute(v, j);
         apr_thread_mutex_lock(v->lock);
-        v->running -= k ? 2 : 1;
+        v->busy--;
         v->admitted -= k ? 2 : 1;
         j->done = 1;
         if (k) {
@@ -430,7 +434,7 @@ void bank_verify_child_init(apr_pool_t *pchild, server_rec *s)
 {
     bank_verifier_t *v;
     int threads = thread_count(), n = bank_sign_in_default_concurrency(cpu_count(), threads),
-        computing = 0;
+        threads_all = 0;
 
     fallback = bank_verifier_new(pchild, n, bank_sign_in_default_waiting(n, threads));
     for (v = all; v; v = v->next) {
@@ -438,11 +442,11 @@ void bank_verify_child_init(apr_pool_t *pchild, server_rec *s)
             v->waiting = bank_sign_in_default_waiting(v->concurrency, threads);
         }
         start(v, pchild, s);
-        computing += v->threads;
+        threads_all += v->threads;
     }
-    /* one work area for each verification that can compute at once in this process (a pair
-     * shares one): its threads, at most the server's slots */
-    bank_scrypt_keep(gate_id >= 0 && gate_slots < computing ? gate_slots : computing);
+    /* one work area for each thread that can compute at once in this process (a pair shares
+     * one): its verification threads, at most the server's slots */
+    bank_scrypt_keep(gate_id >= 0 && gate_slots < threads_all ? gate_slots : threads_all);
     ap_log_error(APLOG_MARK, APLOG_DEBUG, 0, s,
                  BANKLOGNO(1602) "password verifications of this process by default: %d at "
                                  "once, %d waiting at most %d ms (ThreadsPerChild %d)",

@@ -68,8 +68,8 @@ for my $i (0 .. $#cases) {
         assert_error($res[$i], 400, 'E_INVALID_CREDENTIALS', $what);
     }
 }
-# 22 sign-ins wait for one verification slot: the scrypt ones of the default cost (17 of them,
-# the unknown e-mails' dummy included) are computed two at a time
+# 26 sign-ins wait for one verification slot: the 21 scrypt ones of the default cost (the
+# unknown e-mails' dummy included) can be computed two at a time
 cmp_ok($after - $before, '>=', 3, 'sign-ins that waited together were verified in pairs');
 # every token issued is accepted
 for my $i (grep { $cases[$_][2] && $res[$_]->code == 200 } 0 .. $#cases) {
