@@ -324,7 +324,7 @@ apr_size_t bank_scrypt_mem(unsigned long n, unsigned long r)
 typedef struct {
     void *addr;
     apr_size_t len;
-    int kept;            /* the thread's kept area (bank_scrypt_keep): wiped, not unmapped */
+    int kept;            /* kept for the process's next computations (bank_scrypt_keep) */
     unsigned char *used; /* what ROMix wrote (V, x, y), wiped before the unmap */
     apr_size_t used_len;
 } mapping_t;
@@ -342,6 +342,16 @@ static struct {
 static int spares, keep_max;
 static pid_t spare_pid;
 
+/* The spare list as this process's (spare_lock held): a forked child's copy names areas that
+ * were not forked, and is emptied. */
+static void adopt(void)
+{
+    if (spare_pid != getpid()) {
+        spares = 0;
+        spare_pid = getpid();
+    }
+}
+
 /* Any V_i or the last x lets a guess be tested without scrypt's memory cost: wiped, as
  * OpenSSL wipes its own, before the pages go back (munmap does not clear them) or, for a kept
  * area, before the call returns. */
@@ -354,7 +364,8 @@ static apr_status_t unmap(void *data)
     }
     if (m->kept) {
         pthread_mutex_lock(&spare_lock);
-        if (spares < keep_max && spare_pid == getpid()) {
+        adopt();
+        if (spares < keep_max) {
             spare[spares].addr = m->addr, spare[spares].len = m->len;
             spares++;
             m = NULL;
@@ -395,10 +406,7 @@ static void *map_area(apr_size_t len)
 /* Unmaps the spare areas beyond `keep` (spare_lock held). */
 static void drop_spares(int keep)
 {
-    if (spare_pid != getpid()) {
-        spares = 0; /* a child's copy of the list: the areas were not forked */
-        spare_pid = getpid();
-    }
+    adopt();
     while (spares > keep) {
         spares--;
         munmap(spare[spares].addr, spare[spares].len);
@@ -428,7 +436,7 @@ static int area_for(mapping_t *m, apr_size_t len)
     pthread_mutex_lock(&spare_lock);
     m->kept = keep_max > 0;
     if (m->kept) {
-        drop_spares(keep_max);
+        adopt();
         while (spares > 0 && spare[spares - 1].len < len) {
             drop_spares(spares - 1);
         }
@@ -473,7 +481,7 @@ static int scrypt_run(apr_pool_t *pool, const bank_scrypt_in_t *in, int count, u
     }
     /* One mapping, a huge page more than needed so that the work area can start on a huge
      * page boundary (pages never touched are never backed): every computation's V, then every
-     * computation's x and y. The pool's cleanup wipes it (and unmaps it unless the thread
+     * computation's x and y. The pool's cleanup wipes it (and unmaps it unless the process
      * keeps it) even if this call is cut short. */
     m = apr_pcalloc(pool, sizeof(*m));
     if (area_for(m, bank_scrypt_mem(n, r) * (apr_size_t)count + HUGE_PAGE) != 0) {
