@@ -1,4 +1,5 @@
 /* JSON parsing and ownership over json-c, for request bodies and answers. */
+#include <locale.h>
 #include <math.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -384,6 +385,27 @@ static json_tokener *tokener(apr_pool_t *keep, apr_size_t len, int *own)
     return tok;
 }
 
+/* json-c reads numbers in the C locale: each parse copies the thread's locale (duplocale),
+ * derives a C LC_NUMERIC from the copy (newlocale) and uses it until the parse ends. When the
+ * thread follows the process's global locale, as httpd's threads do, both calls take glibc's
+ * process-wide locale lock for writing: every thread of the process that parses at that
+ * moment waits on it, and under load waits on a holder that is not running (a process's
+ * requests held for up to a second: docs/deployment.md, "Timeouts at 256 connections").
+ * From the C locale object itself, glibc hands that object back, with no copy and no lock;
+ * so the parse runs with the thread in it, and the thread's locale is put back after. */
+static json_object *parse_in_c(json_tokener *tok, const char *buf, int len)
+{
+    locale_t c = newlocale(LC_ALL_MASK, "C", (locale_t)0);
+    locale_t was = c ? uselocale(c) : (locale_t)0;
+    json_object *o = json_tokener_parse_ex(tok, buf, len);
+
+    if (c) {
+        uselocale(was);
+        freelocale(c);
+    }
+    return o;
+}
+
 /* The text is refused if *why is set; JSON null is NULL with *why left NULL. The object test
  * comes before the number test so bank_json_parse_object keeps its messages' order. */
 static json_object *parse(apr_pool_t *p, apr_pool_t *keep, const char *buf, apr_size_t len,
@@ -405,14 +427,14 @@ static json_object *parse(apr_pool_t *p, apr_pool_t *keep, const char *buf, apr_
         *why = "The request body could not be parsed.";
         return NULL;
     }
-    o = json_tokener_parse_ex(tok, buf, (int)len);
+    o = parse_in_c(tok, buf, (int)len);
     err = json_tokener_get_error(tok);
     off = json_tokener_get_parse_end(tok);
     if (err == json_tokener_continue && !want_object) {
         /* All of buf was read and the value may be complete: a top-level number or literal
          * ends only where json-c sees the end of the text, which it knows by a NUL. (An
          * object ends at its brace; a request body that does not is "not valid JSON".) */
-        o = json_tokener_parse_ex(tok, "", 1);
+        o = parse_in_c(tok, "", 1);
         err = json_tokener_get_error(tok);
         off = len;
     }

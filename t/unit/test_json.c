@@ -1,5 +1,7 @@
 /* Request-body parsing: what is JSON text, what is an object, and what we refuse although
- * json-c would take it. */
+ * json-c would take it; and the thread's locale around a parse. */
+#include <dlfcn.h>
+#include <locale.h>
 #include <string.h>
 #include "unit.h"
 
@@ -282,8 +284,53 @@ static void test_kept_parser(apr_pool_t *p)
     apr_pool_destroy(keep); /* frees the parser (ASan: no leak) */
 }
 
+/* glibc's duplocale, counting the copies of the process's global locale (each takes glibc's
+ * process-wide locale lock for writing). */
+static int global_copies;
+
+locale_t duplocale(locale_t l)
+{
+    static locale_t (*real)(locale_t);
+
+    if (!real) {
+        *(void **)&real = dlsym(RTLD_NEXT, "duplocale");
+    }
+    if (l == LC_GLOBAL_LOCALE) {
+        global_copies++;
+    }
+    return real ? real(l) : (locale_t)0;
+}
+
+/* A parse from a thread in the global locale (as httpd's are) copies no global locale, reads
+ * numbers in C, and leaves the thread in the locale it was in. */
+static void test_locale(apr_pool_t *p)
+{
+    const char *why = NULL;
+    json_object *o;
+    locale_t c = newlocale(LC_ALL_MASK, "C", (locale_t)0);
+
+    uselocale(LC_GLOBAL_LOCALE);
+    global_copies = 0;
+    o = bank_json_parse_object(p, "{\"n\": 1.5}", 10, &why);
+    CHECK(o && !why && json_object_get_double(json_object_object_get(o, "n")) == 1.5);
+    CHECK(global_copies == 0);
+    CHECK(uselocale((locale_t)0) == LC_GLOBAL_LOCALE);
+    /* the copy counted is the one a plain json-c parse makes */
+    json_object_put(json_tokener_parse("[2.5]"));
+    CHECK(global_copies > 0);
+    /* a thread in a locale object of its own: back in it after a parse */
+    if (c) {
+        uselocale(c);
+        CHECK(bank_json_parse(p, "[1]", 3, &why) != NULL);
+        CHECK(uselocale((locale_t)0) == c);
+        uselocale(LC_GLOBAL_LOCALE);
+        freelocale(c);
+    }
+}
+
 static void run_tests(apr_pool_t *p)
 {
+    test_locale(p);
     test_kept_parser(p);
     test_duplicates(p);
     test_round_trip(p);
