@@ -113,6 +113,11 @@ int bank_abilities_allow(apr_pool_t *p, const char *abilities_json, const char *
     if (!abilities_json || !ability || (len = strlen(abilities_json)) > 65536) {
         return 0;
     }
+    /* Every token this server issues, and an AdonisJS app's by default: granted without
+     * parsing (no allocation on the request path of a cached token). */
+    if (strcmp(abilities_json, "[\"*\"]") == 0) {
+        return 1;
+    }
     /* Malformed text (or null) grants nothing. */
     arr = bank_json_parse(p, abilities_json, len, &why);
     if (!json_object_is_type(arr, json_type_array)) {
