@@ -3,9 +3,9 @@
  * token row is deleted or changed in what verifies it, whoever does it (sign-out, bankctl, an
  * application's own SQL). A cached token may answer only while the feed of its database was
  * read at most an interval ago (bank_token_feed_current); a read drops every token revoked
- * since the read before (bank_token_feed_read). A read that fails distrusts the whole cache
- * until a read succeeds again, and the next read starts where the last good one stopped, so
- * nothing committed meanwhile is missed. No httpd dependency; safe between threads. */
+ * since the read before (bank_token_feed_check, bank_token_feed_read). A read that fails distrusts
+ * the whole cache until a read succeeds again, and the next read starts where the last good one
+ * stopped, so nothing committed meanwhile is missed. No httpd dependency; safe between threads. */
 #ifndef BANK_TOKEN_FEED_H
 #define BANK_TOKEN_FEED_H
 
@@ -29,9 +29,24 @@ bank_token_feed_t *bank_token_feed_create(apr_pool_t *p, bank_token_cache_t *cac
 int bank_token_feed_current(bank_token_feed_t *f, apr_time_t now);
 
 /* Reads the feed on db (a connection to the feed's database), unless another thread read it
- * since now - interval; now is when the caller decided to read. BANK_DB_OK, or the failure
- * (the cache then distrusted and the failure logged, once until a read succeeds). */
+ * since now - interval (tests; requests use bank_token_feed_check); now is when the caller decided
+ * to read. BANK_DB_OK, or the failure (the cache then distrusted and the failure logged, once until
+ * a read succeeds). */
 bank_db_rc bank_token_feed_read(bank_token_feed_t *f, bank_db_t *db, apr_time_t now);
+
+/* The connection a read is made on, asked for only by the thread that reads (NULL: none). */
+typedef bank_db_t *(*bank_token_feed_db_fn)(void *baton);
+
+/* 1 if the cache may answer at now: the feed read at most an interval before. Reads it on
+ * db(baton) when due, by one thread at a time:
+ * - read more than half an interval ago: by this thread, unless another is reading it; no
+ *   thread waits for that read (the feed is still current);
+ * - more than an interval ago (or never, or the last read failed): by this thread, or, while
+ *   another reads it, after that read if wait (else 0 at once: a caller holding a database
+ *   connection must not wait on a read that may be waiting for one). A read that failed
+ *   while this thread waited is not tried again: 0. */
+int bank_token_feed_check(bank_token_feed_t *f, apr_time_t now, int wait, bank_token_feed_db_fn db,
+                          void *baton);
 
 /* A read's outcome, as bank_token_feed_read applies it (exposed for tests): the ids revoked
  * since the position before ("0": every token), the customers whose answers changed ("*":

@@ -17,6 +17,7 @@ struct bank_token_feed_s {
     const char *position;
     apr_time_t interval;
     volatile apr_uint64_t read_at; /* when the last good read started; 0: none since a failure */
+    volatile apr_uint32_t ended;   /* reads ended, good or not (bank_token_feed_check) */
     int failing;
 };
 
@@ -116,36 +117,86 @@ int bank_token_feed_failed(bank_token_feed_t *f)
     return first;
 }
 
-bank_db_rc bank_token_feed_read(bank_token_feed_t *f, bank_db_t *db, apr_time_t now)
+/* Reads the feed on db (NULL: no connection to read it on), under f->lock. */
+static bank_db_rc read_locked(bank_token_feed_t *f, bank_db_t *db)
 {
     apr_array_header_t *ids = NULL, *customers = NULL;
     const char *next = NULL;
-    apr_time_t started;
+    apr_time_t started = apr_time_now();
+    bank_db_rc rc = BANK_DB_ERROR;
+
+    if (db && (rc = bank_store_token_revocations(db, f->position, &ids, &customers, &next)) ==
+                  BANK_DB_OK) {
+        int was_failing = f->failing;
+        bank_token_feed_apply(f, ids, customers, next, started);
+        if (was_failing && !f->failing) {
+            bank_log(bank_db_where(db), BANK_LOG_MARK, BANK_LOG_NOTICE,
+                     BANKLOGNO(2102) "token revocation feed read again: the token cache answers "
+                                     "again");
+        }
+    } else if (db && bank_token_feed_failed(f)) {
+        bank_log(bank_db_where(db), BANK_LOG_MARK, BANK_LOG_WARNING,
+                 BANKLOGNO(2101) "token revocation feed unreadable, every token is read from the "
+                                 "database until it is read again: %s",
+                 bank_db_error_line(bank_db_pool(db), bank_db_error(db)));
+    }
+    apr_atomic_inc32(&f->ended);
+    return rc;
+}
+
+bank_db_rc bank_token_feed_read(bank_token_feed_t *f, bank_db_t *db, apr_time_t now)
+{
     bank_db_rc rc = BANK_DB_OK;
 
     apr_thread_mutex_lock(f->lock);
     if (!bank_token_feed_current(f, now)) {
-        started = apr_time_now();
-        rc = bank_store_token_revocations(db, f->position, &ids, &customers, &next);
-        if (rc == BANK_DB_OK) {
-            int was_failing = f->failing;
-            bank_token_feed_apply(f, ids, customers, next, started);
-            if (was_failing && !f->failing) {
-                bank_log(
-                    bank_db_where(db), BANK_LOG_MARK, BANK_LOG_NOTICE,
-                    BANKLOGNO(2102) "token revocation feed read again: the token cache answers "
-                                    "again");
-            }
-        } else if (bank_token_feed_failed(f)) {
-            bank_log(
-                bank_db_where(db), BANK_LOG_MARK, BANK_LOG_WARNING,
-                BANKLOGNO(2101) "token revocation feed unreadable, every token is read from the "
-                                "database until it is read again: %s",
-                bank_db_error_line(bank_db_pool(db), bank_db_error(db)));
-        }
+        rc = read_locked(f, db);
     }
     apr_thread_mutex_unlock(f->lock);
     return rc;
+}
+
+/* 1 if the feed was read at most half its interval before now. */
+static int fresh(bank_token_feed_t *f, apr_time_t now)
+{
+    apr_time_t at = (apr_time_t)apr_atomic_read64(&f->read_at);
+
+    return at > 0 && now - at <= f->interval / 2 && !bank_token_cache_distrusted(f->cache);
+}
+
+int bank_token_feed_check(bank_token_feed_t *f, apr_time_t now, int wait, bank_token_feed_db_fn db,
+                          void *baton)
+{
+    apr_uint32_t ended;
+
+    if (bank_token_feed_current(f, now)) {
+        /* Read ahead by one thread; the others answer from the cache meanwhile. */
+        if (!fresh(f, now) && apr_thread_mutex_trylock(f->lock) == APR_SUCCESS) {
+            if (!fresh(f, now)) {
+                read_locked(f, db(baton));
+            }
+            apr_thread_mutex_unlock(f->lock);
+        }
+        return bank_token_feed_current(f, now);
+    }
+    if (!wait) {
+        if (apr_thread_mutex_trylock(f->lock) != APR_SUCCESS) {
+            return 0;
+        }
+    } else {
+        ended = apr_atomic_read32(&f->ended);
+        apr_thread_mutex_lock(f->lock);
+        if (apr_atomic_read32(&f->ended) != ended && !bank_token_feed_current(f, now)) {
+            /* the read waited on failed: not tried again by every thread that waited */
+            apr_thread_mutex_unlock(f->lock);
+            return 0;
+        }
+    }
+    if (!bank_token_feed_current(f, now)) {
+        read_locked(f, db(baton));
+    }
+    apr_thread_mutex_unlock(f->lock);
+    return bank_token_feed_current(f, now);
 }
 
 const char *bank_token_feed_position(bank_token_feed_t *f, apr_pool_t *p)

@@ -26,8 +26,10 @@ APLOG_USE_MODULE(bank);
  * (bank_token_cache.c): requests with the same token within that time are verified against it
  * (the same hash comparison, expiry and ability checks) without a database round trip, as
  * long as the server's revocation feed (bank_token_feed.c) was read in the last
- * BANK_TOKEN_FEED_INTERVAL_MS; the request that finds it older reads it first. A token revoked
- * anywhere is therefore refused here within that interval; sign-out here drops it at once.
+ * BANK_TOKEN_FEED_INTERVAL_MS. One request reads it again once it is half that old, while the
+ * others go on answering from the cache; requests that find it older wait for one read
+ * (bank_token_feed_check). A token revoked anywhere is therefore refused here within that
+ * interval; sign-out here drops it at once.
  * Scoped by server: each may have its own database, and has its own feed. */
 #define CACHE_MAX 10000
 
@@ -113,9 +115,11 @@ static int unauthorized(request_rec *r, const char *why)
     return bank_error(r, BANK_E_UNAUTHORIZED_ACCESS, NULL, NULL);
 }
 
-/* Records the token's use at most once a minute (BANK_TOUCH_INTERVAL). db NULL: a cached
- * token, the connection taken only if a write is due. */
-static void touch(request_rec *r, bank_db_t *db, const char *id, bank_token_row_t *row)
+/* Records the token's use at most once a minute (BANK_TOUCH_INTERVAL). db NULL: the
+ * connection taken only if a write is due. cached: the row is the cache's, told of the use
+ * before the write, so that the requests with the same token after this one do not write it
+ * too (on SQLite each would queue for the database's one writer). */
+static void touch(request_rec *r, bank_db_t *db, const char *id, bank_token_row_t *row, int cached)
 {
     apr_time_t now = apr_time_now(), last;
 
@@ -124,6 +128,9 @@ static void touch(request_rec *r, bank_db_t *db, const char *id, bank_token_row_
         return;
     }
     row->last_used_at = bank_time_iso(r->pool, now);
+    if (cached) {
+        bank_token_cache_touched(tokens, r->server, id, row->last_used_at);
+    }
     /* Best effort: a failed write must not fail an authorised request. */
     if (!db && !(db = bank_db(r))) {
         return;
@@ -186,23 +193,31 @@ static int may_keep(request_rec *r, bank_token_cache_t *c, apr_int64_t seconds, 
     return 1;
 }
 
+typedef struct {
+    request_rec *r;
+    bank_db_t **db;
+} feed_db_t;
+
+/* The request's connection, taken when the feed is to be read on it. */
+static bank_db_t *feed_db(void *baton)
+{
+    feed_db_t *b = baton;
+
+    if (!*b->db) {
+        *b->db = bank_db(b->r);
+    }
+    return *b->db;
+}
+
 /* 1 if the cache may answer for r's server now: its revocation feed read within the
- * interval, by this request if no other did (the connection it took, if any, in *db). */
+ * interval, by this request when due (bank_token_feed_check; the connection it took, if any,
+ * in *db). A request that holds a connection already never waits for another's read. */
 static int feed_current(request_rec *r, bank_db_t **db)
 {
     bank_token_feed_t *f = feed_of(r);
-    apr_time_t now = apr_time_now();
+    feed_db_t b = {r, db};
 
-    if (!f) {
-        return 0;
-    }
-    if (bank_token_feed_current(f, now)) {
-        return 1;
-    }
-    if (!*db && !(*db = bank_db(r))) {
-        return 0;
-    }
-    return bank_token_feed_read(f, *db, now) == BANK_DB_OK;
+    return f && bank_token_feed_check(f, apr_time_now(), *db == NULL, feed_db, &b);
 }
 
 /* 1 if the token was answered from the cache (*rc: OK or the error answered), 0 to go to
@@ -221,11 +236,7 @@ static int from_cache(request_rec *r, const char *ability, bank_principal_t **ou
         return 0;
     }
     if ((*rc = check_row(r, id, secret, &row, 1, ability, out)) == OK) {
-        const char *seen = row.last_used_at;
-        touch(r, *db, id, &row);
-        if (row.last_used_at != seen) {
-            bank_token_cache_touched(tokens, r->server, id, row.last_used_at);
-        }
+        touch(r, *db, id, &row, 1);
     }
     return 1;
 }
@@ -256,7 +267,7 @@ int bank_authenticate(request_rec *r, bank_db_t *db, const char *ability, bank_p
     if ((status = check_row(r, id, secret, &row, 0, ability, out)) != OK) {
         return status;
     }
-    touch(r, db, id, &row);
+    touch(r, db, id, &row, 0);
     if (keep) {
         bank_token_cache_put(tokens, r->server, id, &row, fetched, epoch);
     }

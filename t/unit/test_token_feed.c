@@ -6,7 +6,9 @@
  * committed after a later one still heard of, and a killed connection never trusted. */
 #include "unit.h"
 
+#include <apr_atomic.h>
 #include <apr_strings.h>
+#include <apr_thread_proc.h>
 #include "bank_limits.h"
 #include "bank_token_cache.h"
 #include "bank_token_feed.h"
@@ -451,9 +453,130 @@ static void test_failure(apr_pool_t *p)
     CHECK(strstr(unit_log_text, "BANK2102") != NULL);
 }
 
+/* bank_token_feed_check: who reads the feed, and who waits for whom (an interval of 100 ms,
+ * in real time: a read starts at the time it starts). */
+typedef struct {
+    bank_token_feed_t *f;
+    bank_db_t *db;            /* given to a read; NULL: no connection */
+    int calls;                /* connections asked for */
+    int nest;                 /* 1: a check is made during this read */
+    int nested;               /* what it answered x 10 + the connections it asked for */
+    apr_interval_time_t hold; /* how long a read keeps the feed */
+    volatile apr_uint32_t reading;
+} reader_t;
+
+static bank_db_t *reader_db(void *baton)
+{
+    reader_t *r = baton;
+
+    r->calls++;
+    apr_atomic_set32(&r->reading, 1);
+    if (r->nest) {
+        reader_t other = {r->f, r->db, 0, 0, 0, 0, 0};
+        r->nested =
+            bank_token_feed_check(r->f, apr_time_now(), 0, reader_db, &other) * 10 + other.calls;
+    }
+    if (r->hold) {
+        apr_sleep(r->hold);
+    }
+    return r->db;
+}
+
+static void *APR_THREAD_FUNC check_in_thread(apr_thread_t *t, void *data)
+{
+    reader_t *r = data;
+    r->nested = bank_token_feed_check(r->f, apr_time_now(), 1, reader_db, r);
+    apr_thread_exit(t, APR_SUCCESS);
+    return NULL;
+}
+
+/* One thread reads the stale feed on db (NULL: no connection, so no read) while another
+ * waits for it: *waited is what the waiter's check answered, *asked how often it asked for a
+ * connection itself. */
+static void wait_on_read(apr_pool_t *p, bank_token_feed_t *f, bank_db_t *db, int *waited,
+                         int *asked)
+{
+    reader_t first = {f, db, 0, 0, -1, apr_time_from_msec(200), 0};
+    reader_t second = {f, db, 0, 0, -1, 0, 0};
+    apr_thread_t *a, *b;
+    apr_status_t rv;
+    int i;
+
+    *waited = -1;
+    *asked = -1;
+    apr_sleep(apr_time_from_msec(110));
+    if (apr_thread_create(&a, NULL, check_in_thread, &first, p) != APR_SUCCESS) {
+        CHECK(0);
+        return;
+    }
+    for (i = 0; i < 200 && !apr_atomic_read32(&first.reading); i++) {
+        apr_sleep(apr_time_from_msec(5));
+    }
+    CHECK(apr_atomic_read32(&first.reading) == 1);
+    if (apr_thread_create(&b, NULL, check_in_thread, &second, p) != APR_SUCCESS) {
+        CHECK(0);
+        apr_thread_join(&rv, a);
+        return;
+    }
+    apr_thread_join(&rv, a);
+    apr_thread_join(&rv, b);
+    CHECK(first.calls == 1);
+    CHECK(first.nested == (db != NULL));
+    *waited = second.nested;
+    *asked = second.calls;
+}
+
+static void test_check(apr_pool_t *p)
+{
+    bank_db_t *db = fixture_sqlite(p);
+    const char *err = NULL;
+    bank_token_cache_t *c = bank_token_cache_create(p, 100, apr_time_from_sec(60), &err);
+    bank_token_feed_t *f =
+        c ? bank_token_feed_create(p, c, NULL, apr_time_from_msec(100), &err) : NULL;
+    reader_t r = {f, db, 0, 0, -1, 0, 0};
+    int waited, asked;
+
+    CHECK(db && f);
+    if (!db || !f) {
+        return;
+    }
+    /* never read: read now, by the caller */
+    CHECK(bank_token_feed_check(f, apr_time_now(), 1, reader_db, &r) == 1);
+    CHECK(r.calls == 1);
+    /* read within half the interval: nothing to do */
+    CHECK(bank_token_feed_check(f, apr_time_now(), 1, reader_db, &r) == 1);
+    CHECK(r.calls == 1);
+    /* read more than half the interval ago: read ahead by this caller; meanwhile another
+     * caller neither reads it nor waits (10: current, 0 connections asked for) */
+    apr_sleep(apr_time_from_msec(60));
+    r.nest = 1;
+    CHECK(bank_token_feed_check(f, apr_time_now(), 1, reader_db, &r) == 1);
+    CHECK(r.calls == 2);
+    CHECK(r.nested == 10);
+    /* more than the interval ago, and being read: a caller that may not wait is refused at
+     * once (0: not current, 0 connections asked for) */
+    apr_sleep(apr_time_from_msec(110));
+    CHECK(bank_token_feed_check(f, apr_time_now(), 1, reader_db, &r) == 1);
+    CHECK(r.calls == 3);
+    CHECK(r.nested == 0);
+    /* a caller that waits on a good read answers from it, without reading again */
+    wait_on_read(p, f, db, &waited, &asked);
+    CHECK(waited == 1);
+    CHECK(asked == 0);
+    /* a caller that waits on a read that could not be made is not current and does not try
+     * again */
+    wait_on_read(p, f, NULL, &waited, &asked);
+    CHECK(waited == 0);
+    CHECK(asked == 0);
+    /* no connection is not a failure of the feed: nothing distrusted, nothing logged */
+    CHECK(!bank_token_cache_distrusted(c));
+    CHECK(strstr(unit_log_text, "BANK2101") == NULL);
+}
+
 static void run_tests(apr_pool_t *p)
 {
     test_apply(p);
+    test_check(p);
     test_apply_answers(p);
     fixture_each(p, test_with_db);
     fixture_each(p, test_answers_with_db);
