@@ -106,8 +106,27 @@ Bank::Test::http09_refused("127.0.0.1:$port", "$what over TLS", tls => 1);
 sleep 1;
 is(join("\n", bad_log_lines($h->log_since(0))), '', "$what: nothing at warn or worse after a start");
 
+# "The server's share of the CPUs": the command as written weights httpd's session; a
+# graceful restart keeps it (the same parent, the same session).
+my $auto = '/proc/sys/kernel/sched_autogroup_enabled';
+my $share = !(-r $auto && slurp($auto) =~ /^1/) ? 'no autogroup scheduling on this kernel'
+  : !$root ? 'weighting a session takes root' : '';
+my $pid = slurp("$dir/run/apache2.pid") =~ s/\s+//gr;
+SKIP: {
+    skip $share, 2 if $share;
+    my $cmd = substitute(doc_block('docs/deployment.md', 'deployment-cpu-share'), $what,
+        '/run/apache2' => "$dir/run");
+    my $out = `sh -c '$cmd' 2>&1`;
+    is($?, 0, "$what: the CPU share command runs as written") or diag($out);
+    like(slurp("/proc/$pid/autogroup"), qr/ nice -5$/m, "$what: httpd's session has the weight of nice -5");
+}
+
 my $mark = $h->log_mark;
 $h->graceful($what);
+SKIP: {
+    skip $share, 1 if $share;
+    like(slurp("/proc/$pid/autogroup"), qr/ nice -5$/m, "$what: the weight kept by a graceful restart");
+}
 exercise($h->base, "$what after a graceful restart", %keys);
 sleep 1;
 is(join("\n", bad_log_lines($h->log_since($mark))), '',
