@@ -43,8 +43,9 @@ typedef bank_db_t *(*bank_token_feed_db_fn)(void *baton);
  *   thread waits for that read (the feed is still current);
  * - more than an interval ago (or never, or the last read failed): by this thread, or, while
  *   another reads it, after that read if wait (else 0 at once: a caller holding a database
- *   connection must not wait on a read that may be waiting for one). A read that failed
- *   while this thread waited is not tried again: 0. */
+ *   connection must not wait on a read that may be waiting for one), for an interval at
+ *   most (then 0). A read that failed while this thread waited is not tried again: 0.
+ * Whether the feed is current after a read or a wait is judged at the time it ended. */
 int bank_token_feed_check(bank_token_feed_t *f, apr_time_t now, int wait, bank_token_feed_db_fn db,
                           void *baton);
 

@@ -21,6 +21,9 @@ bank_db_t *bank_db_take(request_rec *r, apr_pool_t **lease);
 bank_db_t *bank_db_background(server_rec *s, apr_pool_t *parent, apr_pool_t **lease);
 /* Gives a taken connection back; the bank_db_t from it must not be used again. */
 void bank_db_give_back(apr_pool_t **lease);
+/* 1 if r holds a connection of the pool now (bank_db, or a lease not given back): it must
+ * not then wait for anything that may itself be waiting for a connection. */
+int bank_db_held(request_rec *r);
 /* What a failed bank_db_* call means for the client, after logging it with what: 1 if it is
  * worth retrying (busy, unreachable, connection lost: 503), 0 for an error of ours (500).
  * Ends a transaction left open. db may be NULL (no connection: 1). */

@@ -44,7 +44,7 @@ bank_token_feed_t *bank_token_feed_create(apr_pool_t *p, bank_token_cache_t *cac
 {
     bank_token_feed_t *f = apr_pcalloc(p, sizeof(*f));
 
-    if (apr_thread_mutex_create(&f->lock, APR_THREAD_MUTEX_DEFAULT, p) != APR_SUCCESS ||
+    if (apr_thread_mutex_create(&f->lock, APR_THREAD_MUTEX_TIMED, p) != APR_SUCCESS ||
         apr_pool_create(&f->pool, p) != APR_SUCCESS) {
         *err = "no mutex or pool";
         return NULL;
@@ -61,7 +61,10 @@ int bank_token_feed_current(bank_token_feed_t *f, apr_time_t now)
 {
     apr_time_t at = (apr_time_t)apr_atomic_read64(&f->read_at);
 
-    return at > 0 && now - at <= f->interval && !bank_token_cache_distrusted(f->cache);
+    /* at after now: read by another thread since now was taken, or the clock set back (then
+     * trusted for an interval at most) */
+    return at > 0 && now - at <= f->interval && at - now <= f->interval &&
+           !bank_token_cache_distrusted(f->cache);
 }
 
 /* Drops from c the ids listed, or everything if one of them is every. */
@@ -164,6 +167,15 @@ static int fresh(bank_token_feed_t *f, apr_time_t now)
     return at > 0 && now - at <= f->interval / 2 && !bank_token_cache_distrusted(f->cache);
 }
 
+/* Whether the feed is current once a read or a wait is over: at now, or later if time
+ * passed meanwhile (a wait for a connection may have been long). */
+static int current_after(bank_token_feed_t *f, apr_time_t now)
+{
+    apr_time_t later = apr_time_now();
+
+    return bank_token_feed_current(f, later > now ? later : now);
+}
+
 int bank_token_feed_check(bank_token_feed_t *f, apr_time_t now, int wait, bank_token_feed_db_fn db,
                           void *baton)
 {
@@ -176,8 +188,9 @@ int bank_token_feed_check(bank_token_feed_t *f, apr_time_t now, int wait, bank_t
                 read_locked(f, db(baton));
             }
             apr_thread_mutex_unlock(f->lock);
+            return current_after(f, now);
         }
-        return bank_token_feed_current(f, now);
+        return 1;
     }
     if (!wait) {
         if (apr_thread_mutex_trylock(f->lock) != APR_SUCCESS) {
@@ -185,18 +198,22 @@ int bank_token_feed_check(bank_token_feed_t *f, apr_time_t now, int wait, bank_t
         }
     } else {
         ended = apr_atomic_read32(&f->ended);
-        apr_thread_mutex_lock(f->lock);
-        if (apr_atomic_read32(&f->ended) != ended && !bank_token_feed_current(f, now)) {
+        /* A read takes milliseconds; one that waits longer for a connection of the pool is
+         * not waited for beyond an interval (the caller goes to the database). */
+        if (apr_thread_mutex_timedlock(f->lock, f->interval) != APR_SUCCESS) {
+            return 0;
+        }
+        if (apr_atomic_read32(&f->ended) != ended && !current_after(f, now)) {
             /* the read waited on failed: not tried again by every thread that waited */
             apr_thread_mutex_unlock(f->lock);
             return 0;
         }
     }
-    if (!bank_token_feed_current(f, now)) {
+    if (!current_after(f, now)) {
         read_locked(f, db(baton));
     }
     apr_thread_mutex_unlock(f->lock);
-    return bank_token_feed_current(f, now);
+    return current_after(f, now);
 }
 
 const char *bank_token_feed_position(bank_token_feed_t *f, apr_pool_t *p)

@@ -115,11 +115,11 @@ static int unauthorized(request_rec *r, const char *why)
     return bank_error(r, BANK_E_UNAUTHORIZED_ACCESS, NULL, NULL);
 }
 
-/* Records the token's use at most once a minute (BANK_TOUCH_INTERVAL). db NULL: the
- * connection taken only if a write is due. cached: the row is the cache's, told of the use
- * before the write, so that the requests with the same token after this one do not write it
- * too (on SQLite each would queue for the database's one writer). */
-static void touch(request_rec *r, bank_db_t *db, const char *id, bank_token_row_t *row, int cached)
+/* Records the token's use at most once a minute (BANK_TOUCH_INTERVAL). *db NULL: the
+ * connection taken (into *db) only if a write is due. cached: the row is the cache's, told of
+ * the use before the write, so that the requests with the same token after this one do not
+ * write it too (on SQLite each would queue for the database's one writer). */
+static void touch(request_rec *r, bank_db_t **db, const char *id, bank_token_row_t *row, int cached)
 {
     apr_time_t now = apr_time_now(), last;
 
@@ -132,12 +132,12 @@ static void touch(request_rec *r, bank_db_t *db, const char *id, bank_token_row_
         bank_token_cache_touched(tokens, r->server, id, row->last_used_at);
     }
     /* Best effort: a failed write must not fail an authorised request. */
-    if (!db && !(db = bank_db(r))) {
+    if (!*db && !(*db = bank_db(r))) {
         return;
     }
-    if (bank_store_token_touch(db, id, row->last_used_at) != BANK_DB_OK) {
+    if (bank_store_token_touch(*db, id, row->last_used_at) != BANK_DB_OK) {
         ap_log_rerror(APLOG_MARK, APLOG_WARNING, 0, r,
-                      BANKLOGNO(0302) "could not record token use: %s", bank_db_error(db));
+                      BANKLOGNO(0302) "could not record token use: %s", bank_db_error(*db));
     }
 }
 
@@ -211,13 +211,14 @@ static bank_db_t *feed_db(void *baton)
 
 /* 1 if the cache may answer for r's server now: its revocation feed read within the
  * interval, by this request when due (bank_token_feed_check; the connection it took, if any,
- * in *db). A request that holds a connection already never waits for another's read. */
+ * in *db). A request that holds a connection of the pool never waits for another's read,
+ * which may be waiting for a connection. */
 static int feed_current(request_rec *r, bank_db_t **db)
 {
     bank_token_feed_t *f = feed_of(r);
     feed_db_t b = {r, db};
 
-    return f && bank_token_feed_check(f, apr_time_now(), *db == NULL, feed_db, &b);
+    return f && bank_token_feed_check(f, apr_time_now(), !*db && !bank_db_held(r), feed_db, &b);
 }
 
 /* 1 if the token was answered from the cache (*rc: OK or the error answered), 0 to go to
@@ -236,7 +237,7 @@ static int from_cache(request_rec *r, const char *ability, bank_principal_t **ou
         return 0;
     }
     if ((*rc = check_row(r, id, secret, &row, 1, ability, out)) == OK) {
-        touch(r, *db, id, &row, 1);
+        touch(r, db, id, &row, 1);
     }
     return 1;
 }
@@ -267,7 +268,7 @@ int bank_authenticate(request_rec *r, bank_db_t *db, const char *ability, bank_p
     if ((status = check_row(r, id, secret, &row, 0, ability, out)) != OK) {
         return status;
     }
-    touch(r, db, id, &row, 0);
+    touch(r, &db, id, &row, 0);
     if (keep) {
         bank_token_cache_put(tokens, r->server, id, &row, fetched, epoch);
     }

@@ -307,11 +307,39 @@ static bank_db_conn_t *request_acquire(bank_db_source_t *src, apr_pool_t *p, con
 
 static const bank_db_source_ops request_ops = {request_acquire, NULL, dbd_replaced};
 
+/* What a request holds of the pool (bank_db_held), in its pool's user data. */
+typedef struct {
+    int request; /* its connection for the whole request (bank_db) */
+    int leases;  /* leases not given back (bank_db_take) */
+} held_t;
+
+#define HELD_KEY "bank-db-held"
+
+static held_t *held_of(request_rec *r)
+{
+    void *v = NULL;
+
+    apr_pool_userdata_get(&v, HELD_KEY, r->pool);
+    if (!v) {
+        v = apr_pcalloc(r->pool, sizeof(held_t));
+        apr_pool_userdata_setn(v, HELD_KEY, NULL, r->pool);
+    }
+    return v;
+}
+
+int bank_db_held(request_rec *r)
+{
+    held_t *h = held_of(r);
+
+    return h->request || h->leases > 0;
+}
+
 /* A connection for part of a request (ap_dbd_open; ap_dbd_close when its lease pool goes). */
 typedef struct {
     server_rec *s;
     apr_pool_t *lease;
     ap_dbd_t *dbd;
+    held_t *held; /* the request's count, or NULL (work outside a request) */
 } lease_t;
 
 static apr_status_t lease_end(void *data)
@@ -319,6 +347,9 @@ static apr_status_t lease_end(void *data)
     lease_t *l = data;
 
     dbd_close(l->s, l->dbd);
+    if (l->held) {
+        l->held->leases--;
+    }
     return APR_SUCCESS;
 }
 
@@ -331,6 +362,9 @@ static bank_db_conn_t *lease_acquire(bank_db_source_t *src, apr_pool_t *p, const
     if (!dbd_open || !dbd_close || !(l->dbd = dbd_open(l->lease, l->s))) {
         *err = "no database connection (see mod_dbd's messages above)";
         return NULL;
+    }
+    if (l->held) {
+        l->held->leases++;
     }
     apr_pool_cleanup_register(l->lease, l, lease_end, apr_pool_cleanup_null);
     return (conn = conn_of(l->dbd)) != NULL ? conn : no_conn_record(err);
@@ -358,6 +392,8 @@ static bank_db_t *acquire(request_rec *r, const bank_db_source_ops *ops, void *d
 
 bank_db_t *bank_db(request_rec *r)
 {
+    /* counted from before the wait for it: mod_dbd keeps what it gets until the request ends */
+    held_of(r)->request = 1;
     return acquire(r, &request_ops, r);
 }
 
@@ -370,6 +406,7 @@ bank_db_t *bank_db_take(request_rec *r, apr_pool_t **lease)
     l = apr_pcalloc(*lease, sizeof(*l));
     l->s = r->server;
     l->lease = *lease;
+    l->held = held_of(r);
     if (!(db = acquire(r, &lease_ops, l))) {
         apr_pool_destroy(*lease);
         *lease = NULL;

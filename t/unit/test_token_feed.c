@@ -453,16 +453,19 @@ static void test_failure(apr_pool_t *p)
     CHECK(strstr(unit_log_text, "BANK2102") != NULL);
 }
 
-/* bank_token_feed_check: who reads the feed, and who waits for whom (an interval of 100 ms,
- * in real time: a read starts at the time it starts). */
+/* bank_token_feed_check: who reads the feed, and who waits for whom (an interval of 1 s, in
+ * real time: a read starts at the time it starts). */
+#define INTERVAL_MS 1000
+
 typedef struct {
     bank_token_feed_t *f;
     bank_db_t *db;            /* given to a read; NULL: no connection */
     int calls;                /* connections asked for */
     int nest;                 /* 1: a check is made during this read */
     int nested;               /* what it answered x 10 + the connections it asked for */
-    apr_interval_time_t hold; /* how long a read keeps the feed */
+    apr_interval_time_t hold; /* how long asking for a connection takes */
     volatile apr_uint32_t reading;
+    apr_interval_time_t took; /* how long the check in check_in_thread took */
 } reader_t;
 
 static bank_db_t *reader_db(void *baton)
@@ -472,7 +475,7 @@ static bank_db_t *reader_db(void *baton)
     r->calls++;
     apr_atomic_set32(&r->reading, 1);
     if (r->nest) {
-        reader_t other = {r->f, r->db, 0, 0, 0, 0, 0};
+        reader_t other = {r->f, r->db, 0, 0, 0, 0, 0, 0};
         r->nested =
             bank_token_feed_check(r->f, apr_time_now(), 0, reader_db, &other) * 10 + other.calls;
     }
@@ -485,26 +488,30 @@ static bank_db_t *reader_db(void *baton)
 static void *APR_THREAD_FUNC check_in_thread(apr_thread_t *t, void *data)
 {
     reader_t *r = data;
-    r->nested = bank_token_feed_check(r->f, apr_time_now(), 1, reader_db, r);
+    apr_time_t t0 = apr_time_now();
+
+    r->nested = bank_token_feed_check(r->f, t0, 1, reader_db, r);
+    r->took = apr_time_now() - t0;
     apr_thread_exit(t, APR_SUCCESS);
     return NULL;
 }
 
-/* One thread reads the stale feed on db (NULL: no connection, so no read) while another
- * waits for it: *waited is what the waiter's check answered, *asked how often it asked for a
- * connection itself. */
+/* One thread reads the stale feed on db (NULL: no connection, so no read), taking 300 ms to
+ * get its connection, while another starts waiting for it: *waited is what the waiter's
+ * check answered, *asked how often it asked for a connection itself, *took how long it
+ * took. */
 static void wait_on_read(apr_pool_t *p, bank_token_feed_t *f, bank_db_t *db, int *waited,
-                         int *asked)
+                         int *asked, apr_interval_time_t *took)
 {
-    reader_t first = {f, db, 0, 0, -1, apr_time_from_msec(200), 0};
-    reader_t second = {f, db, 0, 0, -1, 0, 0};
+    reader_t first = {f, db, 0, 0, -1, apr_time_from_msec(300), 0, 0};
+    reader_t second = {f, db, 0, 0, -1, 0, 0, 0};
     apr_thread_t *a, *b;
     apr_status_t rv;
     int i;
 
-    *waited = -1;
-    *asked = -1;
-    apr_sleep(apr_time_from_msec(110));
+    *waited = *asked = -1;
+    *took = 0;
+    apr_sleep(apr_time_from_msec(INTERVAL_MS + 100));
     if (apr_thread_create(&a, NULL, check_in_thread, &first, p) != APR_SUCCESS) {
         CHECK(0);
         return;
@@ -524,6 +531,7 @@ static void wait_on_read(apr_pool_t *p, bank_token_feed_t *f, bank_db_t *db, int
     CHECK(first.nested == (db != NULL));
     *waited = second.nested;
     *asked = second.calls;
+    *took = second.took;
 }
 
 static void test_check(apr_pool_t *p)
@@ -532,8 +540,9 @@ static void test_check(apr_pool_t *p)
     const char *err = NULL;
     bank_token_cache_t *c = bank_token_cache_create(p, 100, apr_time_from_sec(60), &err);
     bank_token_feed_t *f =
-        c ? bank_token_feed_create(p, c, NULL, apr_time_from_msec(100), &err) : NULL;
-    reader_t r = {f, db, 0, 0, -1, 0, 0};
+        c ? bank_token_feed_create(p, c, NULL, apr_time_from_msec(INTERVAL_MS), &err) : NULL;
+    reader_t r = {f, db, 0, 0, -1, 0, 0, 0};
+    apr_interval_time_t took;
     int waited, asked;
 
     CHECK(db && f);
@@ -548,26 +557,41 @@ static void test_check(apr_pool_t *p)
     CHECK(r.calls == 1);
     /* read more than half the interval ago: read ahead by this caller; meanwhile another
      * caller neither reads it nor waits (10: current, 0 connections asked for) */
-    apr_sleep(apr_time_from_msec(60));
+    apr_sleep(apr_time_from_msec(INTERVAL_MS * 6 / 10));
     r.nest = 1;
     CHECK(bank_token_feed_check(f, apr_time_now(), 1, reader_db, &r) == 1);
     CHECK(r.calls == 2);
     CHECK(r.nested == 10);
     /* more than the interval ago, and being read: a caller that may not wait is refused at
      * once (0: not current, 0 connections asked for) */
-    apr_sleep(apr_time_from_msec(110));
+    apr_sleep(apr_time_from_msec(INTERVAL_MS + 100));
     CHECK(bank_token_feed_check(f, apr_time_now(), 1, reader_db, &r) == 1);
     CHECK(r.calls == 3);
     CHECK(r.nested == 0);
+    r.nest = 0;
+    /* a read ahead whose connection came too late (none, after 500 ms, when the last read is
+     * 1.1 s old): not current, although it was when the caller asked */
+    apr_sleep(apr_time_from_msec(INTERVAL_MS * 6 / 10));
+    r.db = NULL;
+    r.hold = apr_time_from_msec(500);
+    CHECK(bank_token_feed_check(f, apr_time_now(), 1, reader_db, &r) == 0);
+    CHECK(r.calls == 4);
+    r.db = db;
+    r.hold = 0;
+    /* the clock set back by more than an interval: not current */
+    CHECK(bank_token_feed_check(f, apr_time_now(), 1, reader_db, &r) == 1);
+    CHECK(!bank_token_feed_current(f, apr_time_now() - apr_time_from_msec(INTERVAL_MS + 100)));
     /* a caller that waits on a good read answers from it, without reading again */
-    wait_on_read(p, f, db, &waited, &asked);
+    wait_on_read(p, f, db, &waited, &asked, &took);
     CHECK(waited == 1);
     CHECK(asked == 0);
+    CHECK(took >= apr_time_from_msec(100)); /* it did wait */
     /* a caller that waits on a read that could not be made is not current and does not try
      * again */
-    wait_on_read(p, f, NULL, &waited, &asked);
+    wait_on_read(p, f, NULL, &waited, &asked, &took);
     CHECK(waited == 0);
     CHECK(asked == 0);
+    CHECK(took >= apr_time_from_msec(100));
     /* no connection is not a failure of the feed: nothing distrusted, nothing logged */
     CHECK(!bank_token_cache_distrusted(c));
     CHECK(strstr(unit_log_text, "BANK2101") == NULL);
