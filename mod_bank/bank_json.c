@@ -1,6 +1,7 @@
 /* JSON parsing and ownership over json-c, for request bodies and answers. */
 #include <locale.h>
 #include <math.h>
+#include <pthread.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -393,15 +394,26 @@ static json_tokener *tokener(apr_pool_t *keep, apr_size_t len, int *own)
  * requests held for up to a second: docs/deployment.md, "The server's share of the CPUs").
  * From the C locale object itself, glibc hands that object back, with no copy and no lock;
  * so the parse runs with the thread in it, and the thread's locale is put back after. */
+static locale_t c_locale = (locale_t)0; /* 0: none could be made (json-c's own way then) */
+static pthread_once_t c_locale_once = PTHREAD_ONCE_INIT;
+
+static void make_c_locale(void)
+{
+    c_locale = newlocale(LC_ALL_MASK, "C", (locale_t)0);
+}
+
 static json_object *parse_in_c(json_tokener *tok, const char *buf, int len)
 {
-    locale_t c = newlocale(LC_ALL_MASK, "C", (locale_t)0);
-    locale_t was = c ? uselocale(c) : (locale_t)0;
-    json_object *o = json_tokener_parse_ex(tok, buf, len);
+    locale_t was = (locale_t)0;
+    json_object *o;
 
-    if (c) {
+    pthread_once(&c_locale_once, make_c_locale);
+    if (c_locale) {
+        was = uselocale(c_locale);
+    }
+    o = json_tokener_parse_ex(tok, buf, len);
+    if (was) {
         uselocale(was);
-        freelocale(c);
     }
     return o;
 }
