@@ -465,7 +465,9 @@ typedef struct {
     int nested;               /* what it answered x 10 + the connections it asked for */
     apr_interval_time_t hold; /* how long asking for a connection takes */
     volatile apr_uint32_t reading;
-    apr_interval_time_t took; /* how long the check in check_in_thread took */
+    apr_interval_time_t took;      /* how long the check in check_in_thread took */
+    volatile apr_uint32_t started; /* check_in_thread is about to check */
+    volatile apr_uint32_t *go;     /* a read holds only once *go is set (NULL: at once) */
 } reader_t;
 
 static bank_db_t *reader_db(void *baton)
@@ -475,9 +477,12 @@ static bank_db_t *reader_db(void *baton)
     r->calls++;
     apr_atomic_set32(&r->reading, 1);
     if (r->nest) {
-        reader_t other = {r->f, r->db, 0, 0, 0, 0, 0, 0};
+        reader_t other = {r->f, r->db, 0, 0, 0, 0, 0, 0, 0, NULL};
         r->nested =
             bank_token_feed_check(r->f, apr_time_now(), 0, reader_db, &other) * 10 + other.calls;
+    }
+    while (r->go && !apr_atomic_read32(r->go)) {
+        apr_sleep(apr_time_from_msec(1));
     }
     if (r->hold) {
         apr_sleep(r->hold);
@@ -490,21 +495,23 @@ static void *APR_THREAD_FUNC check_in_thread(apr_thread_t *t, void *data)
     reader_t *r = data;
     apr_time_t t0 = apr_time_now();
 
+    apr_atomic_set32(&r->started, 1);
     r->nested = bank_token_feed_check(r->f, t0, 1, reader_db, r);
     r->took = apr_time_now() - t0;
     apr_thread_exit(t, APR_SUCCESS);
     return NULL;
 }
 
-/* One thread reads the stale feed on db (NULL: no connection, so no read), taking 300 ms to
- * get its connection, while another starts waiting for it: *waited is what the waiter's
- * check answered, *asked how often it asked for a connection itself, *took how long it
- * took. */
-static void wait_on_read(apr_pool_t *p, bank_token_feed_t *f, bank_db_t *db, int *waited,
-                         int *asked, apr_interval_time_t *took)
+/* One thread reads the stale feed on db (NULL: no connection, so no read), getting its
+ * connection hold after another thread started waiting for it: *waited is what the
+ * waiter's check answered, *asked how often it asked for a connection itself, *took how
+ * long it took. */
+static void wait_on_read(apr_pool_t *p, bank_token_feed_t *f, bank_db_t *db,
+                         apr_interval_time_t hold, int *waited, int *asked,
+                         apr_interval_time_t *took)
 {
-    reader_t first = {f, db, 0, 0, -1, apr_time_from_msec(300), 0, 0};
-    reader_t second = {f, db, 0, 0, -1, 0, 0, 0};
+    reader_t second = {f, db, 0, 0, -1, 0, 0, 0, 0, NULL};
+    reader_t first = {f, db, 0, 0, -1, hold, 0, 0, 0, &second.started};
     apr_thread_t *a, *b;
     apr_status_t rv;
     int i;
@@ -541,7 +548,7 @@ static void test_check(apr_pool_t *p)
     bank_token_cache_t *c = bank_token_cache_create(p, 100, apr_time_from_sec(60), &err);
     bank_token_feed_t *f =
         c ? bank_token_feed_create(p, c, NULL, apr_time_from_msec(INTERVAL_MS), &err) : NULL;
-    reader_t r = {f, db, 0, 0, -1, 0, 0, 0};
+    reader_t r = {f, db, 0, 0, -1, 0, 0, 0, 0, NULL};
     apr_interval_time_t took;
     int waited, asked;
 
@@ -582,16 +589,22 @@ static void test_check(apr_pool_t *p)
     CHECK(bank_token_feed_check(f, apr_time_now(), 1, reader_db, &r) == 1);
     CHECK(!bank_token_feed_current(f, apr_time_now() - apr_time_from_msec(INTERVAL_MS + 100)));
     /* a caller that waits on a good read answers from it, without reading again */
-    wait_on_read(p, f, db, &waited, &asked, &took);
+    wait_on_read(p, f, db, apr_time_from_msec(300), &waited, &asked, &took);
     CHECK(waited == 1);
     CHECK(asked == 0);
-    CHECK(took >= apr_time_from_msec(100)); /* it did wait */
-    /* a caller that waits on a read that could not be made is not current and does not try
-     * again */
-    wait_on_read(p, f, NULL, &waited, &asked, &took);
+    CHECK(took >= apr_time_from_msec(250)); /* it did wait */
+    /* a read that takes longer than an interval is waited for an interval, then not current */
+    wait_on_read(p, f, db, apr_time_from_msec(INTERVAL_MS + 500), &waited, &asked, &took);
     CHECK(waited == 0);
     CHECK(asked == 0);
-    CHECK(took >= apr_time_from_msec(100));
+    CHECK(took >= apr_time_from_msec(INTERVAL_MS * 9 / 10));
+    CHECK(took < apr_time_from_msec(INTERVAL_MS + 400));
+    /* a caller that waits on a read that could not be made is not current and does not try
+     * again */
+    wait_on_read(p, f, NULL, apr_time_from_msec(300), &waited, &asked, &took);
+    CHECK(waited == 0);
+    CHECK(asked == 0);
+    CHECK(took >= apr_time_from_msec(250));
     /* no connection is not a failure of the feed: nothing distrusted, nothing logged */
     CHECK(!bank_token_cache_distrusted(c));
     CHECK(strstr(unit_log_text, "BANK2101") == NULL);
