@@ -57,14 +57,20 @@ bank_token_feed_t *bank_token_feed_create(apr_pool_t *p, bank_token_cache_t *cac
     return f;
 }
 
-int bank_token_feed_current(bank_token_feed_t *f, apr_time_t now)
+/* 1 if the last read was good and started at most span before now. A read started after
+ * now: by another thread since now was taken, or the clock set back (then trusted for an
+ * interval at most). */
+static int read_within(bank_token_feed_t *f, apr_time_t now, apr_interval_time_t span)
 {
     apr_time_t at = (apr_time_t)apr_atomic_read64(&f->read_at);
 
-    /* at after now: read by another thread since now was taken, or the clock set back (then
-     * trusted for an interval at most) */
-    return at > 0 && now - at <= f->interval && at - now <= f->interval &&
+    return at > 0 && now - at <= span && at - now <= f->interval &&
            !bank_token_cache_distrusted(f->cache);
+}
+
+int bank_token_feed_current(bank_token_feed_t *f, apr_time_t now)
+{
+    return read_within(f, now, f->interval);
 }
 
 /* Drops from c the ids listed, or everything if one of them is every. */
@@ -159,12 +165,10 @@ bank_db_rc bank_token_feed_read(bank_token_feed_t *f, bank_db_t *db, apr_time_t 
     return rc;
 }
 
-/* 1 if the feed was read at most half its interval before now. */
+/* 1 if the feed was read at most half its interval before now: no read ahead yet. */
 static int fresh(bank_token_feed_t *f, apr_time_t now)
 {
-    apr_time_t at = (apr_time_t)apr_atomic_read64(&f->read_at);
-
-    return at > 0 && now - at <= f->interval / 2 && !bank_token_cache_distrusted(f->cache);
+    return read_within(f, now, f->interval / 2);
 }
 
 /* Whether the feed is current once a read or a wait is over: at now, or later if time

@@ -218,7 +218,7 @@ static int feed_current(request_rec *r, bank_db_t **db)
     bank_token_feed_t *f = feed_of(r);
     feed_db_t b = {r, db};
 
-    return f && bank_token_feed_check(f, apr_time_now(), !*db && !bank_db_held(r), feed_db, &b);
+    return f && bank_token_feed_check(f, apr_time_now(), !bank_db_held(r), feed_db, &b);
 }
 
 /* 1 if the token was answered from the cache (*rc: OK or the error answered), 0 to go to

@@ -11,7 +11,7 @@ use warnings FATAL => 'all';
 use Apache::Test qw(-withtestmore);
 use File::Temp qw(tempdir);
 use Cwd qw(getcwd);
-use Bank::Test qw(:DEFAULT free_port slurp);
+use Bank::Test qw(:DEFAULT free_port slurp unweighable);
 
 plan skip_all => 'wrk is not installed (make deps)' unless grep { -x "$_/wrk" } split /:/, $ENV{PATH};
 
@@ -49,10 +49,8 @@ is(scalar @children, $mpm{StartServers}, "all $mpm{StartServers} processes run b
 # The server's session weighted against other sessions, wrk's here (docs/deployment.md, "The
 # server's share of the CPUs"): without it, at 256 connections some requests waited 1-2 s
 # for a CPU, and now and then over 2 s.
-my $auto     = '/proc/sys/kernel/sched_autogroup_enabled';
-my $unweighed = !(-r $auto && slurp($auto) =~ /^1/) ? 'no autogroup scheduling on this kernel'
-  : $> != 0 ? 'weighting a session takes root'
-  : $out =~ /^CPU share: .* could not be set/m ? 'not allowed here (no CAP_SYS_NICE)' : '';
+my $unweighed = unweighable()
+  || ($out =~ /^CPU share: .* could not be set/m ? 'not allowed here (no CAP_SYS_NICE)' : '');
 SKIP: {
     skip $unweighed, 2 if $unweighed;
     like($out, qr/^CPU share: httpd's session weighted as nice -5 against other sessions/m,

@@ -108,9 +108,7 @@ is(join("\n", bad_log_lines($h->log_since(0))), '', "$what: nothing at warn or w
 
 # "The server's share of the CPUs": the command as written weights httpd's session; a
 # graceful restart keeps it (the same parent, the same session).
-my $auto = '/proc/sys/kernel/sched_autogroup_enabled';
-my $share = !(-r $auto && slurp($auto) =~ /^1/) ? 'no autogroup scheduling on this kernel'
-  : !$root ? 'weighting a session takes root' : '';
+my $share = Bank::Test::unweighable();
 my $pid = slurp("$dir/run/apache2.pid") =~ s/\s+//gr;
 SKIP: {
     skip $share, 2 if $share;

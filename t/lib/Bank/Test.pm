@@ -15,7 +15,15 @@ use Bank::OpenAPI ();    # every answer checked against docs/openapi.yaml
 our @EXPORT = qw(json_request decode_body assert_error bankctl new_customer issue_token
   db_exec db_value db_bool db_time unique uuid4 error_log_since error_log_mark);
 our @EXPORT_OK = qw(slurp spew free_port httpd_binary modules_dir http09_refused raw
-  runs_processes mpm_block);
+  runs_processes mpm_block unweighable);
+
+# Why a server's session cannot be given a CPU weight here (docs/deployment.md, "The server's
+# share of the CPUs"), or '' if it can: a kernel without autogroup scheduling, or not root.
+sub unweighable {
+    my $auto = '/proc/sys/kernel/sched_autogroup_enabled';
+    return !(-r $auto && slurp($auto) =~ /^1/) ? 'no autogroup scheduling on this kernel'
+      : $> != 0 ? 'weighting a session takes root' : '';
+}
 
 # A whole file, and a file written whole.
 sub slurp {
