@@ -5,8 +5,11 @@
 # sslmode=verify-full and the CA); /etc/mod_bank with the modes section 2 prints (0750
 # root:www-data, pgpass www-data 0600, the CA 0644, the partner's key root 0600); the
 # production httpd.conf with its DBDParams as written, only the host list and port, the
-# directories and the port of httpd replaced; bankctl check; every endpoint over TLS; an
-# HTTP/0.9 request inside TLS refused with 400.
+# directories and the port of httpd replaced, and docs/push.md's two push lines added (the
+# fake FCM's address and service account); bankctl check; every endpoint and every write
+# path over TLS as the runtime role the document grants (a notice for a customer with a
+# device: stored, its push message written and sent); an HTTP/0.9 request inside TLS
+# refused with 400.
 use strict;
 use warnings FATAL => 'all';
 use Apache::Test qw(-withtestmore);
@@ -14,6 +17,7 @@ use File::Temp qw(tempdir);
 use Bank::Test;
 use Bank::Docs qw(doc_block substitute free_port spew slurp exercise bad_log_lines
   production_paths);
+use Bank::Push qw(fake_start fake_stop fake_calls wait_for $PROJECT);
 
 plan skip_all => 'the PostgreSQL path: make test DB=pgsql (this run: SQLite)'
   unless $ENV{BANK_DBDRIVER} eq 'pgsql';
@@ -94,6 +98,12 @@ $conf = substitute($conf, 'production conf',
 like($conf, qr/^DBDParams ".*sslmode=verify-full sslrootcert=\Q$etc\E\/db-ca\.pem.*passfile=|^DBDParams ".*passfile=.*sslmode=verify-full/m,
     'DBDParams: verify-full, the CA and the password file, as written');
 ok($conf =~ s/^(\s*Require ip)(?: [\d.\/]+)+$/$1 127.0.0.1/m, "the partner's addresses");
+# Push on, as docs/push.md writes it, to the fake FCM (its project, address and account).
+my $fake = fake_start();
+my $push = substitute(doc_block('docs/push.md', 'push-conf'), 'push',
+    'BankPush fcm my-bank-app' => "BankPush fcm $PROJECT $fake->{url}",
+    '/etc/mod_bank/fcm-service-account.json' => $fake->{credentials});
+ok($conf =~ s/^(BankClientKey .*\n)/$1$push/m, 'push lines added beside BankClientKey');
 spew("$dir/httpd.conf", $conf);
 my ($client_key) = $conf =~ /^BankClientKey (\S+)/m;
 my ($secret)     = $conf =~ /^\s*BankWebhookSecret (\S+)/m;
@@ -129,11 +139,28 @@ $h->start('TLS PostgreSQL (httpd started with HOME=/root)') or BAIL_OUT('does no
 local $ENV{BANK_CTL} = "PGPASSWORD='change-me-owner' BANK_SQL_DIR=$work/sql $work/bin/bankctl "
   . "--db 'postgresql://bank_owner\@localhost:$pgport/bank?sslmode=verify-full&sslrootcert=$etc/db-ca.pem' "
   . "--keys '$etc/identity-keys.conf'";
-exercise($h->base, 'TLS PostgreSQL', client_key => $client_key, webhook_secret => $secret,
-    hmac_key => 'partner-hmac-key-2026', hmac_header => $sig_header);
+my $seen = exercise($h->base, 'TLS PostgreSQL', client_key => $client_key,
+    webhook_secret => $secret, hmac_key => 'partner-hmac-key-2026', hmac_header => $sig_header);
+
+# The notice for the customer with a device, as the runtime role wrote it: stored, its push
+# message written by the same statement, then sent (claimed and settled by the sender).
+my $db = sub { my $o = `$psql -d bank -XAtc "$_[0]" 2>&1`; chomp $o; return $o };
+is($db->("SELECT count(*) FROM payment_notices WHERE transaction_reference = '$seen->{reference}'"),
+    1, 'the notice is stored');
+ok(wait_for(30, sub { scalar fake_calls($fake, $seen->{device}) }),
+    "the push message reaches FCM for the customer's device");
+is(wait_for(10, sub {
+        my $s = $db->("SELECT state FROM push_outbox WHERE device_token = '$seen->{device}'");
+        $s eq 'sent' ? $s : '' }) || $db->("SELECT state FROM push_outbox WHERE device_token = '$seen->{device}'"),
+    'sent', 'its outbox row is settled as sent');
+# No sequence is left for the runtime role to need: every generated key is an identity column.
+is($db->("SELECT string_agg(c.relname, ', ') FROM pg_class c WHERE c.relkind = 'S' AND NOT EXISTS"
+      . " (SELECT 1 FROM pg_depend d WHERE d.objid = c.oid AND d.deptype = 'i')"), '',
+    'no sequence outside an identity column');
 Bank::Test::http09_refused("127.0.0.1:$port", 'TLS PostgreSQL', tls => 1);
 sleep 1;
 is(join("\n", bad_log_lines($h->log_since(0))), '', 'nothing at warn or worse');
 $h->stop;
+fake_stop($fake);
 
 done_testing();

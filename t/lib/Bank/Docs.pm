@@ -122,8 +122,14 @@ sub bad_log_lines {
 }
 
 # Calls every endpoint at $base (sign-out and the health check included) and checks the
-# answers. Options: client_key, webhook_secret,
-# hmac_key and hmac_header (when the configuration requires a signature), webhook_path.
+# answers, through every path that writes: a refused password (the attempt and throttle
+# rows), a sign-in with a device (token, device), a BVN of another date then the right one
+# (a failure counted, then cleared; the account and its serial), a notice for that account
+# (the notice and the push message of the customer's device), sign-out (the revocation
+# feed). Options: client_key, webhook_secret, hmac_key and hmac_header (when the
+# configuration requires a signature), webhook_path. Returns {device, reference}: the
+# device token signed in with and the notice's reference, for a test to look at the push
+# message.
 sub exercise {
     my ($base, $what, %o) = @_;
     my $ua = LWP::UserAgent->new(keep_alive => 0, timeout => 30,
@@ -134,8 +140,12 @@ sub exercise {
     my $bvn = next_bvn();
     bankctl('bvn', 'add', '--bvn', $bvn, '--dob', '1990-04-12', '--first', $c->{first},
         '--last', $c->{last}, '--phone', $c->{phone});
-    my %creds = (email => $c->{email}, password => $c->{password}, deviceToken => 'docs-device');
+    my $device = 'docs-device-' . unique();
+    my %creds = (email => $c->{email}, password => $c->{password}, deviceToken => $device);
 
+    assert_error($req->(POST => '/auth/sign_in', body => { %creds, password => "$c->{password}x" },
+            headers => { Authorization => "Bearer $o{client_key}" }),
+        400, 'E_INVALID_CREDENTIALS', "$what: sign-in with a wrong password");
     my $res = $req->(POST => '/auth/sign_in', body => \%creds,
         headers => { Authorization => "Bearer $o{client_key}" });
     is($res->code, 200, "$what: sign-in answers 200") or diag($res->as_string);
@@ -152,15 +162,20 @@ sub exercise {
     assert_error($req->(GET => '/misc/payment_banks'), 401, 'E_UNAUTHORIZED_ACCESS',
         "$what: banks without a token");
 
+    assert_error($req->(POST => '/onboarding/bvn', headers => { Authorization => "Bearer $token" },
+            body => { bvn_number => $bvn, date_of_birth => '1990-04-13' }),
+        422, 'E_VALIDATION_ERROR', "$what: BVN with another date of birth");
     $res = $req->(POST => '/onboarding/bvn', headers => { Authorization => "Bearer $token" },
         body => { bvn_number => $bvn, date_of_birth => '1990-04-12' });
     is($res->code, 200, "$what: BVN answers 200") or diag($res->as_string);
     my $d = decode_body($res) || {};
     is($d->{message}, 'BVN verified successfully', "$what: BVN verified");
-    like((($d->{body} || {})->{customer} || {})->{account}{details}{accountNumber} // '',
-        qr/^\d{10}$/, "$what: BVN opens an account with a NUBAN");
+    my $details = ((($d->{body} || {})->{customer} || {})->{account} || {})->{details} || {};
+    like($details->{accountNumber} // '', qr/^\d{10}$/, "$what: BVN opens an account with a NUBAN");
 
-    my $n    = notice();
+    # For the account just opened: its customer signed in with a device, so the notice also
+    # writes a push message (docs/push.md), in the same statement.
+    my $n    = notice(walletId => $details->{accountId} // 'none');
     my $text = notice_json($n);
     my %h    = (Authorization => "Bearer $o{webhook_secret}");
     $h{ $o{hmac_header} } = hmac($text, $o{hmac_key}, 'sha512') if $o{hmac_key};
@@ -184,7 +199,7 @@ sub exercise {
     is($res->code, 200, "$what: sign-out answers 200") or diag($res->as_string);
     is(((decode_body($res) || {})->{body} || {})->{revoked}, JSON::PP::true(),
         "$what: sign-out revokes the token");
-    return;
+    return { device => $device, reference => $n->{data}{transactionReference} };
 }
 
 # A private httpd started from a documented configuration.

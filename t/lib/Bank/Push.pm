@@ -27,9 +27,10 @@ our $SA_EMAIL = 'push@test-project.iam.gserviceaccount.com';
 our $PROJECT  = 'test-project';
 my $json = JSON::PP->new->canonical;
 my $ua   = LWP::UserAgent->new(timeout => 30, keep_alive => 1);
-# Every fake this test started ends with it, whatever happened.
+# Every fake this test started ends with it, whatever happened; waiting for it must not
+# change the test's exit status.
 my @started;
-END { fake_stop($_) for @started }
+END { local $?; fake_stop($_) for @started }
 
 # The source tree (the fake and the test key are read from there, by this test's user).
 sub _top { return Apache::Test::vars('top_dir') }

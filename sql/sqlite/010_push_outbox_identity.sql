@@ -1,0 +1,3 @@
+-- PostgreSQL's 010 makes push_outbox.id an identity column (no sequence grant needed by the
+-- runtime role). SQLite has no roles and its INTEGER PRIMARY KEY needs nothing: this file
+-- only keeps the two drivers' schema versions the same.
