@@ -5,6 +5,6 @@
 #ifndef BANK_VERSION_H
 #define BANK_VERSION_H
 
-#define BANK_VERSION "0.2.0"
+#define BANK_VERSION "0.2.1"
 
 #endif
