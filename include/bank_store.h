@@ -24,7 +24,12 @@ typedef struct {
 } bank_token_row_t;
 
 bank_db_rc bank_store_token_find(bank_db_t *db, const char *id, bank_token_row_t *out);
-bank_db_rc bank_store_token_touch(bank_db_t *db, const char *id, const char *now);
+/* Records uses of tokens: ids[i] used at times[i] (bank_time_iso), count 1 to
+ * BANK_TOKEN_USES_MAX, in one statement; a token's last_used_at never moves back. On
+ * PostgreSQL in a transaction of its own that waits for no standby and no row lock. */
+#define BANK_TOKEN_USES_MAX 64
+bank_db_rc bank_store_token_uses(bank_db_t *db, int count, const char *const *ids,
+                                 const char *const *times);
 /* A new token row; *id its key. */
 bank_db_rc bank_store_token_insert(bank_db_t *db, const char *customer_id, const char *hash,
                                    const char *abilities, const char *now, const char *expires,

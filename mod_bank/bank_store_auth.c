@@ -27,14 +27,36 @@ static const bank_col_t throttle_cols[] = {BANK_COL(INT64, bank_throttle_t, fail
                                            BANK_COL(TEXT, bank_throttle_t, window_start),
                                            BANK_COL_LAST};
 
+/* VALUES columns are column1 (the token's id) and column2 (the use's time) on both drivers. */
+#define USE_ROW "(%lld, %pDz)"
+#define USE_ROWS_2 USE_ROW ", " USE_ROW
+#define USE_ROWS_4 USE_ROWS_2 ", " USE_ROWS_2
+#define USE_ROWS_8 USE_ROWS_4 ", " USE_ROWS_4
+#define USE_ROWS_16 USE_ROWS_8 ", " USE_ROWS_8
+#define USE_ROWS_32 USE_ROWS_16 ", " USE_ROWS_16
+#define USE_ROWS_64 USE_ROWS_32 ", " USE_ROWS_32
+#define TOKEN_USES(rows)                                                                           \
+    "UPDATE auth_access_tokens SET last_used_at = v.column2 FROM (VALUES " rows ") AS v"           \
+    " WHERE auth_access_tokens.id = v.column1 AND (auth_access_tokens.last_used_at IS NULL"        \
+    " OR auth_access_tokens.last_used_at < v.column2)"
+static const struct {
+    int rows;
+    const char *label;
+} use_stmts[] = {{BANK_TOKEN_USES_MAX, "bank_token_uses_64"},
+                 {8, "bank_token_uses_8"},
+                 {1, "bank_token_uses_1"}};
+
 /* clang-format off */
 const bank_stmt_t bank_store_auth_sql[] = {
     /* Bearer verification: token_cols. */
     {"bank_token_find",
      "SELECT tokenable_id, hash, abilities, expires_at, last_used_at"
      " FROM auth_access_tokens WHERE id = %lld AND type = 'auth_token'"},
-    {"bank_token_touch",
-     "UPDATE auth_access_tokens SET last_used_at = %pDz WHERE id = %lld"},
+    /* Recorded uses (bank_token_uses.h), USES_MAX at most per statement: (id, time) rows;
+     * a time never moves back (two processes may write one token's uses out of order). */
+    {"bank_token_uses_1", TOKEN_USES(USE_ROW)},
+    {"bank_token_uses_8", TOKEN_USES(USE_ROWS_8)},
+    {"bank_token_uses_64", TOKEN_USES(USE_ROWS_64)},
     /* Tokens issued by sign-in and bankctl: id_cols. */
     {"bank_token_insert",
      "INSERT INTO auth_access_tokens (tokenable_id, type, name, hash, abilities, created_at,"
@@ -116,32 +138,51 @@ bank_db_rc bank_store_token_find(bank_db_t *db, const char *id, bank_token_row_t
 }
 
 typedef struct {
-    const char *id, *now;
-} touch_t;
+    int count;
+    const char *const *ids, *const *times;
+} uses_t;
 
-static bank_db_rc touch_row(bank_db_t *db, const touch_t *t)
+/* uses in one statement, the smallest of use_stmts that holds them, its extra rows copies of
+ * the last use (the same row written twice with the same time). */
+static bank_db_rc uses_row(bank_db_t *db, const uses_t *u)
 {
-    const char *args[] = {t->now, t->id};
-    return bank_db_exec(db, "bank_token_touch", NULL, BANK_NARGS(args), args);
+    const char **args;
+    int i, k = 0;
+
+    while (k + 1 < (int)(sizeof(use_stmts) / sizeof(use_stmts[0])) &&
+           use_stmts[k + 1].rows >= u->count) {
+        k++;
+    }
+    args = apr_palloc(bank_db_pool(db), sizeof(*args) * 2 * (size_t)use_stmts[k].rows);
+    for (i = 0; i < use_stmts[k].rows; i++) {
+        int j = i < u->count ? i : u->count - 1;
+        args[2 * i] = u->ids[j];
+        args[2 * i + 1] = u->times[j];
+    }
+    return bank_db_exec(db, use_stmts[k].label, NULL, 2 * use_stmts[k].rows, args);
 }
 
-/* Recording a use is bookkeeping done on the way to a read: on PostgreSQL it waits neither for
- * a synchronous standby (its commit is durable on the primary only: a use lost in a failover
- * is a last_used_at a minute older) nor for a lock another session holds on the row. */
-static bank_db_rc touch_txn(bank_db_t *db, void *baton)
+/* Recording uses is bookkeeping: on PostgreSQL it waits neither for a synchronous standby
+ * (its commit is durable on the primary only: a use lost in a failover is a last_used_at a
+ * minute older) nor for a lock another session holds on a row. */
+static bank_db_rc uses_txn(bank_db_t *db, void *baton)
 {
     if (bank_db_query(db, "SET LOCAL synchronous_commit = local; SET LOCAL lock_timeout = 100") !=
         0) {
         return bank_db_fail(db, bank_db_error(db));
     }
-    return touch_row(db, baton);
+    return uses_row(db, baton);
 }
 
-bank_db_rc bank_store_token_touch(bank_db_t *db, const char *id, const char *now)
+bank_db_rc bank_store_token_uses(bank_db_t *db, int count, const char *const *ids,
+                                 const char *const *times)
 {
-    touch_t t = {id, now};
+    uses_t u = {count, ids, times};
 
-    return bank_db_is_pgsql(db) ? bank_db_transaction(db, touch_txn, &t) : touch_row(db, &t);
+    if (count < 1 || count > BANK_TOKEN_USES_MAX) {
+        return bank_db_fail(db, "bank_store_token_uses: 1 to 64 uses at a time");
+    }
+    return bank_db_is_pgsql(db) ? bank_db_transaction(db, uses_txn, &u) : uses_row(db, &u);
 }
 
 bank_db_rc bank_store_token_insert(bank_db_t *db, const char *customer_id, const char *hash,

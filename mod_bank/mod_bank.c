@@ -33,6 +33,7 @@
 #include "mod_bank_metrics.h"
 #include "mod_bank_sign_out.h"
 #include "mod_bank_push.h"
+#include "mod_bank_token_uses.h"
 
 static const struct {
     const char *name;
@@ -243,7 +244,8 @@ static void bank_child_init(apr_pool_t *p, server_rec *s)
     bank_webhook_child_init(p, s);
     bank_auth_child_init(p, s);
     bank_db_child_init(p, s);
-    bank_push_child_init(p, s); /* last: its cleanup runs first */
+    bank_token_uses_child_init(p, s); /* its cleanup writes through the guard and the pool */
+    bank_push_child_init(p, s);       /* last: its cleanup runs first */
 }
 
 static void bank_register_hooks(apr_pool_t *p)

@@ -12,6 +12,7 @@
 #include "bank_token.h"
 #include "bank_token_cache.h"
 #include "bank_token_feed.h"
+#include "mod_bank_token_uses.h"
 #include "bank_time.h"
 #include "bank_limits.h"
 #include "mod_bank_config.h"
@@ -115,13 +116,15 @@ static int unauthorized(request_rec *r, const char *why)
     return bank_error(r, BANK_E_UNAUTHORIZED_ACCESS, NULL, NULL);
 }
 
-/* Records the token's use at most once a minute (BANK_TOUCH_INTERVAL). *db NULL: the
- * connection taken (into *db) only if a write is due. cached: the row is the cache's, told of
- * the use before the write, so that the requests with the same token after this one do not
- * write it too (on SQLite each would queue for the database's one writer). */
+/* Records the token's use at most once a minute (BANK_TOUCH_INTERVAL): noted for the
+ * process's writer (mod_bank_token_uses.c), which writes the uses of every request in a few
+ * statements a second; written here only when there is no writer or its set is full, on *db
+ * (NULL: a connection taken into *db). cached: the row is the cache's, told of the use, so
+ * that the requests with the same token after this one do not note or write it too. */
 static void touch(request_rec *r, bank_db_t **db, const char *id, bank_token_row_t *row, int cached)
 {
     apr_time_t now = apr_time_now(), last;
+    bank_token_uses_t *uses = bank_token_uses_of(r->server);
 
     if (row->last_used_at && bank_time_parse(row->last_used_at, &last) == 0 &&
         now - last < BANK_TOUCH_INTERVAL) {
@@ -131,11 +134,14 @@ static void touch(request_rec *r, bank_db_t **db, const char *id, bank_token_row
     if (cached) {
         bank_token_cache_touched(tokens, r->server, id, row->last_used_at);
     }
+    if (uses && bank_token_uses_note(uses, id, row->last_used_at)) {
+        return;
+    }
     /* Best effort: a failed write must not fail an authorised request. */
     if (!*db && !(*db = bank_db(r))) {
         return;
     }
-    if (bank_store_token_touch(*db, id, row->last_used_at) != BANK_DB_OK) {
+    if (bank_store_token_uses(*db, 1, &id, (const char *const *)&row->last_used_at) != BANK_DB_OK) {
         ap_log_rerror(APLOG_MARK, APLOG_WARNING, 0, r,
                       BANKLOGNO(0302) "could not record token use: %s", bank_db_error(*db));
     }

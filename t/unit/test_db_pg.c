@@ -174,7 +174,10 @@ static void test_read_only(apr_pool_t *p, const char *params)
     CHECK(bank_db_prepare_all(a) == NULL);
     pid = value(a, "SELECT pg_backend_pid()");
     set(a, "SET default_transaction_read_only = on");
-    CHECK(bank_store_token_touch(a, "1", "2026-11-25T10:00:00.000Z") == BANK_DB_BUSY);
+    {
+        const char *id = "1", *at = "2026-11-25T10:00:00.000Z";
+        CHECK(bank_store_token_uses(a, 1, &id, &at) == BANK_DB_BUSY);
+    }
     CHECK(bank_db_error(a) && strstr(bank_db_error(a), "read-only transaction") &&
           strstr(bank_db_error(a), "in recovery") && strstr(bank_db_error(a), "closed"));
     CHECK(bank_db_conn_lost(a));

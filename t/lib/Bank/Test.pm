@@ -15,7 +15,7 @@ use Bank::OpenAPI ();    # every answer checked against docs/openapi.yaml
 our @EXPORT = qw(json_request decode_body assert_error bankctl new_customer issue_token
   db_exec db_value db_bool db_time unique uuid4 error_log_since error_log_mark);
 our @EXPORT_OK = qw(slurp spew free_port httpd_binary modules_dir http09_refused raw
-  runs_processes mpm_block unweighable);
+  runs_processes mpm_block unweighable token_id db_wait);
 
 # Why a server's session cannot be given a CPU weight here (docs/deployment.md, "The server's
 # share of the CPUs"), or '' if it can: a kernel without autogroup scheduling, or not root.
@@ -192,6 +192,26 @@ sub new_customer {
 sub issue_token {
     my ($email, @opts) = @_;
     return bankctl('token', 'issue', '--email', $email, @opts);
+}
+
+# A bearer token's row id (oat_<base64url of the id>.<secret>).
+sub token_id {
+    my ($t) = @_;
+    my ($b) = $t =~ /^oat_([^.]+)\./ or return undef;
+    $b =~ tr{-_}{+/};
+    require MIME::Base64;
+    return MIME::Base64::decode_base64($b . '=' x ((4 - length($b) % 4) % 4));
+}
+
+# Polls the boolean query $sql (db_bool) for up to $secs seconds: 1 once it is true, else 0.
+sub db_wait {
+    my ($secs, $sql) = @_;
+    my $end = time + $secs;
+    while (1) {
+        return 1 if db_bool($sql);
+        return 0 if time > $end;
+        select undef, undef, undef, 0.1;
+    }
 }
 
 # Runs SQL on the test database with the driver's own client (test set-up only).
