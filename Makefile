@@ -92,7 +92,8 @@ fuzz: $(FUZZ_BIN)
 # The Apache::Test suite against a real httpd with the built module.
 itest: build $(BUILD)/unit/test_db_pg $(BUILD)/unit/test_onboard $(BUILD)/unit/test_sign_in \
 	    $(BUILD)/unit/test_notice_store $(BUILD)/unit/test_group_commit $(BUILD)/unit/test_token_cache \
-	    $(BUILD)/unit/test_push_store $(BUILD)/unit/test_token_feed $(BUILD)/unit/test_token_uses
+	    $(BUILD)/unit/test_push_store $(BUILD)/unit/test_token_feed $(BUILD)/unit/test_token_uses \
+	    $(BUILD)/unit/test_privileges
 	@DB=$(DB) APACHE_TEST_HTTPD=$(HTTPD) ./scripts/run-tests
 
 test: deps build unit itest

@@ -78,6 +78,10 @@ const char *bank_blind_hash(apr_pool_t *p, const bank_keyring_t *kr, const char 
  * files relative to the keys file's directory. NULL and a complete keyring in *out, or why
  * not (naming the file and line). */
 const char *bank_keyring_read_conf(apr_pool_t *p, const char *file, bank_keyring_t **out);
+/* The same from lines already read (text, changed in place), key files relative to dir;
+ * what names the lines in an error. */
+const char *bank_keyring_parse(apr_pool_t *p, char *text, const char *dir, const char *what,
+                               bank_keyring_t **out);
 
 /* The keyring the store seals and opens with, set once by the host (the module after
  * reading its configuration, bankctl, the C tests). */

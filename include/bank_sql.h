@@ -19,13 +19,17 @@
  *   {noindex:COLUMN} a column whose index must not drive the search (another term's, such
  *                as the primary key's, should): +COLUMN on SQLite, the column on PostgreSQL
  *   {feed_position} {feed_since}  the token revocation feed's position and the rows after
- *                one (bank_store_auth.c; a seq on SQLite, a snapshot on PostgreSQL) */
+ *                one (bank_store_auth.c; a seq on SQLite, a snapshot on PostgreSQL)
+ *   {privileges_missing} {sequences_missing} {trigger_sources}  whole statements of the
+ *                catalog (bank_store_privileges.c); on SQLite, which has no roles, one that
+ *                returns no row */
 #ifndef BANK_SQL_H
 #define BANK_SQL_H
 
 #include <stddef.h>
 #include <apr_pools.h>
 #include <apr_tables.h>
+#include <apr_hash.h>
 #include "bank_db.h"
 
 typedef struct {
@@ -39,6 +43,14 @@ extern const bank_stmt_t bank_store_customer_sql[];
 extern const bank_stmt_t bank_store_notice_sql[];
 extern const bank_stmt_t bank_store_push_sql[];
 extern const bank_stmt_t bank_store_identity_sql[];
+extern const bank_stmt_t bank_store_privileges_sql[];
+
+/* Adds to needs (table name -> int of BANK_PRIV_* bits, bank_store.h) what running sql (or a
+ * trigger function's body) takes on each table it names: INSERT INTO, UPDATE, DELETE FROM,
+ * ON CONFLICT DO UPDATE, and SELECT on what FROM and JOIN read and on a written table whose
+ * rows a WHERE or RETURNING reads. Names are lower-cased; functions and the catalog's
+ * (pg_*) are left out. */
+void bank_sql_needs(apr_pool_t *p, const char *sql, apr_hash_t *needs);
 
 /* Statement i of all the store's statements, or NULL past the last. */
 const bank_stmt_t *bank_stmt_at(int i);

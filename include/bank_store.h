@@ -202,6 +202,17 @@ typedef struct {
 
 /* The active banks (bank_bank_t), in no particular order. */
 bank_db_rc bank_store_banks_active(bank_db_t *db, apr_array_header_t **out);
+/* ---- the runtime role's privileges (bank_store_privileges.c) ---- */
+#define BANK_PRIV_SELECT 1
+#define BANK_PRIV_INSERT 2
+#define BANK_PRIV_UPDATE 4
+#define BANK_PRIV_DELETE 8
+/* What the connected role lacks to run every statement of the store, and what the triggers
+ * of the tables they write (and the schema's functions they call) do as that role (PostgreSQL;
+ * SQLite has no roles: none): *missing "INSERT on push_outbox, USAGE on sequence
+ * push_outbox_id_seq, ..." or NULL. */
+bank_db_rc bank_store_privileges_missing(bank_db_t *db, const char **missing);
+
 /* The highest migration applied (schema_version; none: 0). */
 bank_db_rc bank_store_schema_version(bank_db_t *db, apr_int64_t *version);
 

@@ -10,4 +10,7 @@ int bank_health_handler(request_rec *r);
 /* The start-up notice (each start and restart, not the configuration test). */
 void bank_health_post_config(server_rec *s);
 
+/* Each child process: the memory of whether the database role may write. */
+void bank_health_child_init(apr_pool_t *pchild);
+
 #endif

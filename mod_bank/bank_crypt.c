@@ -502,16 +502,40 @@ static const char *conf_line(apr_pool_t *p, bank_keyring_t *kr, const char *dir,
     return err;
 }
 
+const char *bank_keyring_parse(apr_pool_t *p, char *text, const char *dir, const char *what,
+                               bank_keyring_t **out)
+{
+    bank_keyring_t *kr = bank_keyring_make(p);
+    char *line, *state = NULL;
+    const char *err;
+    int lineno = 0;
+
+    *out = NULL;
+    for (line = apr_strtok(text, "\n", &state); line; line = apr_strtok(NULL, "\n", &state)) {
+        lineno++;
+        line[strcspn(line, "\r")] = '\0';
+        if ((err = conf_line(p, kr, dir, line)) != NULL) {
+            return apr_psprintf(p, "%s:%d: %s", what, lineno, err);
+        }
+    }
+    if ((err = bank_keyring_incomplete(kr)) != NULL) {
+        return apr_psprintf(p,
+                            "%s: %s (BankIdentityKey ID FILE and BankIdentityHashKey FILE are "
+                            "needed)",
+                            what, err);
+    }
+    *out = kr;
+    return NULL;
+}
+
 const char *bank_keyring_read_conf(apr_pool_t *p, const char *file, bank_keyring_t **out)
 {
-    const char *slash = strrchr(file, '/'), *err;
+    const char *slash = strrchr(file, '/');
     const char *dir = slash ? apr_pstrndup(p, file, (apr_size_t)(slash - file)) : ".";
-    bank_keyring_t *kr = bank_keyring_make(p);
-    char *text = apr_palloc(p, CONF_MAX + 1), *line, *state = NULL;
+    char *text = apr_palloc(p, CONF_MAX + 1);
     apr_size_t n = 0;
     apr_file_t *f = NULL;
     apr_status_t rv;
-    int lineno = 0;
 
     *out = NULL;
     if (apr_file_open(&f, file, APR_FOPEN_READ, APR_OS_DEFAULT, p) != APR_SUCCESS) {
@@ -524,19 +548,5 @@ const char *bank_keyring_read_conf(apr_pool_t *p, const char *file, bank_keyring
                             CONF_MAX);
     }
     text[n] = '\0';
-    for (line = apr_strtok(text, "\n", &state); line; line = apr_strtok(NULL, "\n", &state)) {
-        lineno++;
-        line[strcspn(line, "\r")] = '\0';
-        if ((err = conf_line(p, kr, dir, line)) != NULL) {
-            return apr_psprintf(p, "%s:%d: %s", file, lineno, err);
-        }
-    }
-    if ((err = bank_keyring_incomplete(kr)) != NULL) {
-        return apr_psprintf(p,
-                            "%s: %s (BankIdentityKey ID FILE and BankIdentityHashKey FILE are "
-                            "needed)",
-                            file, err);
-    }
-    *out = kr;
-    return NULL;
+    return bank_keyring_parse(p, text, dir, file, out);
 }

@@ -4,9 +4,13 @@
 #include <apr_strings.h>
 #include "bank_sql.h"
 
-static const bank_stmt_t *const sets[] = {bank_store_auth_sql,     bank_store_customer_sql,
-                                          bank_store_notice_sql,   bank_store_push_sql,
-                                          bank_store_identity_sql, NULL};
+static const bank_stmt_t *const sets[] = {bank_store_auth_sql,
+                                          bank_store_customer_sql,
+                                          bank_store_notice_sql,
+                                          bank_store_push_sql,
+                                          bank_store_identity_sql,
+                                          bank_store_privileges_sql,
+                                          NULL};
 
 const bank_stmt_t *bank_stmt_at(int i)
 {
@@ -54,6 +58,26 @@ static const struct {
     {"feed_since", "auth_token_revocations WHERE seq > CAST(%s AS INTEGER)",
      "(SELECT CAST(%s AS pg_snapshot) AS s) AS f, auth_token_revocations"
      " WHERE xid >= pg_snapshot_xmin(f.s) AND NOT pg_visible_in_snapshot(xid, f.s)"},
+    /* The runtime role's privileges (bank_store_privileges.c), one list parameter each. */
+    {"privileges_missing", "SELECT NULL WHERE %s IS NULL",
+     "SELECT string_agg(split_part(e, ':', 2) || ' on ' || split_part(e, ':', 1), ', '"
+     " ORDER BY e) FROM unnest(string_to_array(%s, ',')) AS e"
+     " WHERE CASE WHEN to_regclass(split_part(e, ':', 1)) IS NULL THEN false"
+     " ELSE NOT has_table_privilege(split_part(e, ':', 1), split_part(e, ':', 2)) END"},
+    {"sequences_missing", "SELECT NULL WHERE %s IS NULL",
+     "SELECT string_agg('USAGE on sequence ' || s.relname, ', ' ORDER BY s.relname)"
+     " FROM pg_depend d JOIN pg_class s ON s.oid = d.objid AND s.relkind = 'S'"
+     " JOIN pg_class c ON c.oid = d.refobjid"
+     " WHERE d.classid = 'pg_class'::regclass AND d.refclassid = 'pg_class'::regclass"
+     " AND d.deptype = 'a' AND c.relname = ANY (string_to_array(%s, ','))"
+     " AND CASE WHEN s.relkind = 'S' THEN NOT has_sequence_privilege(s.oid, 'USAGE')"
+     " ELSE false END"},
+    {"trigger_sources", "SELECT NULL WHERE %s IS NULL",
+     "SELECT p.prosrc FROM pg_proc p JOIN pg_language l ON l.oid = p.prolang"
+     " WHERE l.lanname = 'plpgsql' AND p.pronamespace = current_schema()::regnamespace"
+     " AND (p.prorettype <> 'trigger'::regtype OR p.oid IN (SELECT t.tgfoid FROM pg_trigger t"
+     " JOIN pg_class c ON c.oid = t.tgrelid WHERE NOT t.tgisinternal"
+     " AND c.relname = ANY (string_to_array(%s, ','))))"},
 };
 
 static const char *expand_one(apr_pool_t *p, const char *marker, apr_size_t len, int pgsql)

@@ -239,6 +239,7 @@ static void bank_child_malloc(apr_pool_t *p, server_rec *s)
 static void bank_child_init(apr_pool_t *p, server_rec *s)
 {
     bank_banks_child_init(p, s);
+    bank_health_child_init(p);
     bank_verify_child_init(p, s);
     bank_db_turn_child_init(p, s);
     bank_webhook_child_init(p, s);

@@ -10,6 +10,7 @@
 #include <apr_pools.h>
 #include <apr_tables.h>
 #include "bank_db.h"
+#include "bank_crypt.h"
 
 #define EXIT_USAGE 2
 
@@ -74,6 +75,15 @@ int cmd_token_issue(ctl_t *c, apr_table_t *o);
 int cmd_token_revoke(ctl_t *c, apr_table_t *o);
 int cmd_notices(ctl_t *c, apr_table_t *o);
 int cmd_check(ctl_t *c, apr_table_t *o); /* check.c: reads an httpd configuration */
+/* check_db.c: the checks on a database bankctl check opened as httpd's User. */
+typedef void (*ctl_say_fn)(void *baton, int ok, const char *check, const char *detail);
+typedef struct {
+    int seen;                   /* the configuration has BankIdentity* lines */
+    const char *error;          /* they do not make a keyring: why */
+    const bank_keyring_t *ring; /* else the keyring */
+} ctl_check_keys_t;
+void ctl_check_database(apr_pool_t *p, bank_db_t *db, int latest, const ctl_check_keys_t *keys,
+                        ctl_say_fn say, void *baton);
 
 /* migrate.c: the SQL directory (--sql-dir in o, which may be NULL; $BANK_SQL_DIR;
  * $BANK_CHECKOUT/sql; the built-in one) and where it came from, for messages. */

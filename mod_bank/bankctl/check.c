@@ -1,11 +1,13 @@
 /* bankctl check: reads an httpd configuration the way an operator wrote it (-f FILE, default
  * Debian's /etc/apache2/apache2.conf, with the Include files and Debian's envvars) and checks,
  * as the user httpd's children run as, what `apache2 -t` does not: each database opens with
- * the configured parameters and has this build's schema, the file modes of the database and
- * of every key file, the identity provider's credentials and a TLS connection to it, and the
- * mod_dbd pool numbers against each other and PostgreSQL's max_connections. One line per
- * check ("ok" or "FAIL"), exit 1 on any failure (docs/operations.md). Never prints a secret:
- * database parameters are shown without their password. */
+ * the configured parameters and has this build's schema (check_db.c: neither behind nor
+ * ahead, the identity keys the database was sealed with, on PostgreSQL the privileges every
+ * statement needs), the file modes of the database and of every key file, the identity provider's
+ * credentials and a TLS connection to it, and the mod_dbd pool numbers against each other and
+ * PostgreSQL's max_connections. One line per check ("ok" or "FAIL"), exit 1 on any failure
+ * (docs/operations.md). Never prints a secret: database parameters are shown without their
+ * password. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <errno.h>
@@ -52,6 +54,8 @@ typedef struct {
     apr_table_t *env; /* Debian's envvars */
     scope_t *main, *cur;
     apr_array_header_t *vhosts; /* scope_t * */
+    const char *key_lines;      /* the BankIdentity* directives, one a line */
+    ctl_check_keys_t keys;
     int failures;
 } conf_t;
 
@@ -222,6 +226,13 @@ static void directive(conf_t *cf, const char *name, const apr_array_header_t *a,
         cf->group = first;
     } else if (!strcasecmp(name, "ServerLimit")) {
         cf->server_limit = int_arg(a);
+    } else if (!strncasecmp(name, "BankIdentity", 12)) {
+        cf->key_lines = apr_pstrcat(p, cf->key_lines ? cf->key_lines : "", name, (char *)NULL);
+        for (i = 0; i < a->nelts; i++) {
+            cf->key_lines = apr_pstrcat(p, cf->key_lines, " \"", APR_ARRAY_IDX(a, i, const char *),
+                                        "\"", (char *)NULL);
+        }
+        cf->key_lines = apr_pstrcat(p, cf->key_lines, "\n", (char *)NULL);
     } else if (!strcasecmp(name, "DBDriver")) {
         s->driver = first;
     } else if (!strcasecmp(name, "DBDParams")) {
@@ -366,6 +377,12 @@ static void file_mode(conf_t *cf, const char *check, const char *path, const str
                      pw ? pw->pw_name : "?"));
 }
 
+/* say() for ctl_check_database. */
+static void say_to(void *baton, int ok, const char *check, const char *detail)
+{
+    say(baton, ok, check, detail);
+}
+
 /* The highest NNN of the SQL files of driver under the SQL directory (0: none found). */
 static int latest_migration(apr_pool_t *p, const char *driver)
 {
@@ -393,7 +410,6 @@ static void database_checks(conf_t *cf, const scope_t *s, const struct passwd *p
     apr_pool_t *p = cf->c->pool;
     const char *err = NULL, *what = apr_psprintf(p, "database (%s)", s->name), *v;
     int pg = strcmp(s->driver, "pgsql") == 0, latest = latest_migration(p, s->driver);
-    apr_int64_t version = 0;
     bank_db_t *db;
 
     if (!pg) {
@@ -428,17 +444,7 @@ static void database_checks(conf_t *cf, const scope_t *s, const struct passwd *p
     say(cf, 1, what,
         apr_psprintf(p, "opened %s %s as %s", s->driver, shown(p, s->params),
                      pw ? pw->pw_name : "this user"));
-    err = bank_db_prepare_all(db);
-    if (err || bank_store_schema_version(db, &version) != BANK_DB_OK || version < latest) {
-        say(cf, 0, "schema",
-            apr_psprintf(p,
-                         "version %" APR_INT64_T_FMT ", this build needs %d%s%s: run bankctl "
-                         "migrate",
-                         version, latest, err ? "; " : "", err ? err : ""));
-    } else {
-        say(cf, 1, "schema",
-            apr_psprintf(p, "version %" APR_INT64_T_FMT " (this build's: %d)", version, latest));
-    }
+    ctl_check_database(p, db, latest, &cf->keys, say_to, cf);
     if (pg) {
         const char *max = NULL, *reserved = NULL;
         int limit = cf->server_limit > 0 ? cf->server_limit : SERVER_LIMIT_DEFAULT, room;
@@ -605,6 +611,13 @@ int cmd_check(ctl_t *c, apr_table_t *o)
     cf.vhosts = apr_array_make(c->pool, 4, sizeof(scope_t *));
     read_envvars(&cf, cf.root);
     read_conf(&cf, file, 0);
+    /* The identity keys, read here (as root: their files are root's) for the children. */
+    if ((cf.keys.seen = cf.key_lines != NULL)) {
+        bank_keyring_t *ring = NULL;
+        cf.keys.error = bank_keyring_parse(c->pool, apr_pstrdup(c->pool, cf.key_lines), cf.root,
+                                           "the BankIdentity* lines", &ring);
+        cf.keys.ring = ring;
+    }
     say(&cf, 1, "configuration",
         apr_psprintf(c->pool, "%s read; httpd runs as %s", file, cf.user ? cf.user : "(no User)"));
     if (curl_global_init(CURL_GLOBAL_DEFAULT) != 0) {

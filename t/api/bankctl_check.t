@@ -1,8 +1,10 @@
 # bankctl check (docs/operations.md): a configuration that is right passes (exit 0, every
 # line "ok"); each broken one fails with exit 1 and a FAIL line naming what is wrong: an
 # unreadable or others-readable key file, a database the user cannot open, a provider
-# without credentials or unreachable over TLS, DBDMin > DBDKeep, and on PostgreSQL a pool
-# larger than max_connections. Checks run as the configuration's User (root switches).
+# without credentials or unreachable over TLS, DBDMin > DBDKeep, no identity keys, keys the
+# database was not sealed with, a schema newer than this build's, and on PostgreSQL a pool
+# larger than max_connections and a runtime role granted less than a statement (or a
+# trigger it fires) needs. Checks run as the configuration's User (root switches).
 use strict;
 use warnings FATAL => 'all';
 use Apache::Test qw(-withtestmore);
@@ -36,6 +38,7 @@ sub conf {
     my (%o) = @_;
     my $pool = $o{pool} // "DBDMin 0\nDBDKeep 4\nDBDMax 8";
     my $db   = $o{params} // $params;
+    my $keys = $o{keys} // $ENV{BANK_TEST_KEYS};
     return <<"CONF";
 ServerRoot $dir
 User $user
@@ -45,6 +48,7 @@ DBDriver $driver
 DBDParams "$db"
 $pool
 BankClientKey check-client-key
+@{[ $keys ? "Include \"$keys\"" : "" ]}
 <Location /webhook/partner>
     SetHandler bank-webhook
     BankWebhookSecret check-webhook-secret
@@ -72,6 +76,13 @@ like($out, qr/^ok   configuration: \Q$dir\E\/good\.conf read; httpd runs as \Q$u
 like($out, qr/^ok   database \(main server\): opened \Q$driver\E .* as \Q$user\E$/m,
     'the database opened as the User');
 like($out, qr/^ok   schema: version (\d+) \(this build's: \1\)$/m, 'the schema is this build\'s');
+like($out, qr/^ok   identity keys: the database's keys/m, 'the identity keys are the database\'s');
+if ($pg) {
+    like($out, qr/^ok   privileges: \S+ may run every statement \(tables, triggers, sequences\)$/m,
+        'PostgreSQL: the role may run every statement');
+} else {
+    unlike($out, qr/privileges/, 'SQLite: no roles, no privilege line');
+}
 like($out, qr/^ok   pool \(main server\): DBDMin 0, DBDKeep 4, DBDMax 8$/m, 'the pool numbers');
 like($out, qr/^ok   file mode of a key file: \Q$dir\E\/hmac\.key 0600/m, 'the key file\'s mode');
 if ($pg) {
@@ -142,6 +153,47 @@ SKIP: {
     fails('maxconn', conf(pool => "DBDMin 0\nDBDKeep 4\nDBDMax 100000"),
         qr/^FAIL connections: DBDMax 100000 x ServerLimit 4 = 400000 per httpd server; .*: lower DBDMax or raise max_connections$/m,
         'a pool PostgreSQL cannot hold');
+}
+
+# Identity keys: none configured, or others than the database's.
+fails('nokeys', conf(keys => ''),
+    qr/^FAIL identity keys: BankIdentityKey is not set: httpd refuses to start without it/m,
+    'no identity keys');
+mkdir "$dir/otherkeys";
+for my $k (qw(k9 hash)) {
+    spew("$dir/otherkeys/$k.key", join('', map { sprintf '%02x', int rand 256 } 1 .. 32) . "\n");
+    chmod 0600, "$dir/otherkeys/$k.key";
+}
+spew("$dir/otherkeys/keys.conf", "BankIdentityKey k9 $dir/otherkeys/k9.key\n"
+      . "BankIdentityHashKey $dir/otherkeys/hash.key\n");
+fails('otherkeys', conf(keys => "$dir/otherkeys/keys.conf"),
+    qr/^FAIL identity keys: .*httpd refuses to start \(a reload would stop it\)/m,
+    'keys the database was not sealed with');
+
+# A schema newer than this build's (a later release migrated it).
+my $sql = sub {
+    my ($q) = @_;
+    return $pg ? db_exec($q)
+      : `${\ ($root ? "runuser -u $user -- " : '')}sqlite3 -cmd '.timeout 10000' $params "$q"`;
+};
+$sql->("INSERT INTO schema_version (version, applied_at) VALUES (999, '2026-11-28T00:00:00.000Z')");
+fails('ahead', conf(),
+    qr/^FAIL schema: version 999 is newer than this build's \d+: the database was migrated by a later release/m,
+    'a schema ahead of this build');
+$sql->('DELETE FROM schema_version WHERE version = 999');
+
+# PostgreSQL: a runtime role granted SELECT only lacks what the writes need, and what the
+# triggers they fire write (the push message of a notice, the revocation feed's pruning).
+SKIP: {
+    skip 'roles: PostgreSQL only (this run: SQLite)', 5 unless $pg;
+    (my $su = $ENV{BANK_PSQL_URL}) =~ s/\buser=\w+/user=postgres/;
+    my $psql = "$ENV{BANK_PSQL} -X -q -v ON_ERROR_STOP=1 '$su'";
+    my $out = `$psql -c "CREATE ROLE bank_probe LOGIN; GRANT USAGE ON SCHEMA public TO bank_probe; GRANT SELECT ON ALL TABLES IN SCHEMA public TO bank_probe" 2>&1`;
+    is($?, 0, 'a role granted SELECT only') or diag($out);
+    fails('readonly', conf(params => "$params user=bank_probe"),
+        qr/^FAIL privileges: bank_probe lacks .*INSERT on payment_notices.*INSERT on push_outbox/m,
+        'a role that cannot write');
+    `$psql -c "DROP OWNED BY bank_probe; DROP ROLE bank_probe" 2>&1`;
 }
 
 # --- the default file is Debian's -------------------------------------------------------------

@@ -2,7 +2,8 @@
 # identity provider's breaker and the push sender; 503 with Retry-After and the same body
 # when the database cannot be reached (a server whose database directory is missing, and on
 # PostgreSQL a database stopped under a running server, then started again); 405 for other
-# methods; the start-up notice naming mod_bank, its version and the driver.
+# methods; the start-up notice naming mod_bank, its version and the driver; "writes" ok, and
+# on PostgreSQL "refused" with what a role granted less than the writes need lacks.
 use strict;
 use warnings FATAL => 'all';
 use Apache::Test qw(-withtestmore);
@@ -21,8 +22,9 @@ sub health_ok {
     like($res->header('Content-Type') // '', qr{^application/json}, "$what: JSON");
     is($res->header('Cache-Control'), 'no-store', "$what: not cached");
     my $b = (decode_body($res) || {})->{body} || {};
-    is(join(',', sort keys %$b), 'database,identityProvider,push,status,version',
+    is(join(',', sort keys %$b), 'database,identityProvider,push,status,version,writes',
         "$what: the body's fields");
+    is($b->{writes}, 'ok', "$what: writes ok (the role may run every statement)");
     is($b->{status},   'ok',     "$what: status ok");
     is($b->{version},  $version, "$what: the version");
     is($b->{database}, 'ok',     "$what: database ok");
@@ -122,5 +124,31 @@ SKIP: {
     system($ENV{BANK_PGCLUSTER}, 'remove', $pgdir);
 }
 $h->stop;
+
+# --- PostgreSQL: a role granted less than the writes need -----------------------------------
+SKIP: {
+    skip 'roles: PostgreSQL only (this run: SQLite)', 6 unless $ENV{BANK_DBDRIVER} eq 'pgsql';
+    (my $su = $ENV{BANK_PSQL_URL}) =~ s/\buser=\w+/user=postgres/;
+    my $psql = "$ENV{BANK_PSQL} -X -q -v ON_ERROR_STOP=1 '$su'";
+    my $out = `$psql -c "CREATE ROLE bank_health_probe LOGIN; GRANT USAGE ON SCHEMA public TO bank_health_probe; GRANT SELECT ON ALL TABLES IN SCHEMA public TO bank_health_probe" 2>&1`;
+    is($?, 0, 'a role granted SELECT only') or diag($out);
+    my $p3 = free_port();
+    spew("$dir/ro.conf", private_conf($dir, 'ro', $p3)
+          =~ s/^DBDParams "(.*)"$/DBDParams "$1 user=bank_health_probe"/mr
+      . "<Location /health>\n    SetHandler bank-health\n</Location>\n");
+    my $h3 = Bank::Docs::Httpd->new(args => ['-f', "$dir/ro.conf"], port => $p3,
+        log => "$dir/ro.log", pidfile => "$dir/ro.pid");
+    $h3->start('a server whose role cannot write');
+    my $r = $ua->get("http://127.0.0.1:$p3/health");
+    is($r->code, 200, 'role cannot write: 200 (the reads work)') or diag($r->as_string);
+    my $rb = (decode_body($r) || {})->{body} || {};
+    is($rb->{writes}, 'refused', 'role cannot write: writes refused');
+    like($rb->{missingPrivileges} // '', qr/INSERT on payment_notices.*INSERT on push_outbox/,
+        'role cannot write: what it lacks, the triggers\' writes included');
+    like($h3->log_since(0), qr/BANK1503: health: the database role lacks INSERT/,
+        'role cannot write: the log says it');
+    $h3->stop;
+    `$psql -c "DROP OWNED BY bank_health_probe; DROP ROLE bank_health_probe" 2>&1`;
+}
 
 done_testing();

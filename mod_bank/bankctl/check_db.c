@@ -1,0 +1,72 @@
+/* bankctl check, on a database it opened as httpd's User (check.c): the schema neither behind
+ * nor ahead of this build, the identity keys of the configuration against the database, and
+ * the privileges every statement needs (PostgreSQL). One line each through say. */
+#include <apr_strings.h>
+#include "bankctl.h"
+#include "bank_store.h"
+
+void ctl_check_database(apr_pool_t *p, bank_db_t *db, int latest, const ctl_check_keys_t *keys,
+                        ctl_say_fn say, void *baton)
+{
+    const char *err = bank_db_prepare_all(db), *wrong = NULL, *missing = NULL, *role = NULL;
+    apr_int64_t version = 0;
+
+    if (err || bank_store_schema_version(db, &version) != BANK_DB_OK || version < latest) {
+        say(baton, 0, "schema",
+            apr_psprintf(p,
+                         "version %" APR_INT64_T_FMT ", this build needs %d%s%s: run bankctl "
+                         "migrate",
+                         version, latest, err ? "; " : "", err ? err : ""));
+        return;
+    }
+    if (version > latest) {
+        say(baton, 0, "schema",
+            apr_psprintf(p,
+                         "version %" APR_INT64_T_FMT " is newer than this build's %d: the "
+                         "database was migrated by a later release; install that release, or "
+                         "restore the backup taken before the upgrade (docs/deployment.md, "
+                         "\"Upgrades\")",
+                         version, latest));
+    } else {
+        say(baton, 1, "schema",
+            apr_psprintf(p, "version %" APR_INT64_T_FMT " (this build's: %d)", version, latest));
+    }
+    if (!keys->seen) {
+        say(baton, 0, "identity keys",
+            "BankIdentityKey is not set: httpd refuses to start without it; make the keys and "
+            "Include them (docs/operations.md, \"Identity keys\")");
+    } else if (keys->error) {
+        say(baton, 0, "identity keys", keys->error);
+    } else if (bank_store_identity_keys_check(db, keys->ring, &wrong) != BANK_DB_OK) {
+        say(baton, 0, "identity keys",
+            apr_psprintf(p, "cannot compare with the database: %s", bank_db_error(db)));
+    } else if (wrong) {
+        say(baton, 0, "identity keys",
+            apr_psprintf(p,
+                         "%s: httpd refuses to start (a reload would stop it); use the keys "
+                         "the database was sealed with (docs/operations.md, \"Identity "
+                         "keys\")",
+                         wrong));
+    } else {
+        say(baton, 1, "identity keys", "the database's keys (every sealed row opens)");
+    }
+    if (!bank_db_is_pgsql(db)) {
+        return; /* no roles: the file's modes decide (checked before) */
+    }
+    if (bank_db_query_value(db, "SELECT current_user", &role) != 0 || !role) {
+        role = "the runtime role";
+    }
+    if (bank_store_privileges_missing(db, &missing) != BANK_DB_OK) {
+        say(baton, 0, "privileges", apr_psprintf(p, "cannot read them: %s", bank_db_error(db)));
+    } else if (missing) {
+        say(baton, 0, "privileges",
+            apr_psprintf(p,
+                         "%s lacks %s: grant them as docs/deployment.md section 1 does "
+                         "(GRANT SELECT, INSERT, UPDATE, DELETE ON ALL TABLES IN SCHEMA public "
+                         "TO %s), then run bankctl migrate",
+                         role, missing, role));
+    } else {
+        say(baton, 1, "privileges",
+            apr_psprintf(p, "%s may run every statement (tables, triggers, sequences)", role));
+    }
+}
