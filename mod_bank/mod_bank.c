@@ -179,9 +179,10 @@ static int bank_post_config(apr_pool_t *pconf, apr_pool_t *plog, apr_pool_t *pte
 
 static int bank_check_config(apr_pool_t *pconf, apr_pool_t *plog, apr_pool_t *ptemp, server_rec *s)
 {
+    int rc = bank_push_check_config(pconf, s);
+
     (void)plog;
-    (void)ptemp;
-    return bank_push_check_config(pconf, s);
+    return rc != OK ? rc : bank_identity_check_config(ptemp, s);
 }
 
 static int bank_pre_config(apr_pool_t *pconf, apr_pool_t *plog, apr_pool_t *ptemp)

@@ -8,6 +8,7 @@
 #include "mod_bank.h"
 #include "mod_bank_metrics.h"
 #include "mod_bank_bvn.h"
+#include "mod_bank_identity.h"
 #include "mod_bank_config.h"
 #include "mod_bank_http.h"
 #include "mod_bank_auth.h"
@@ -21,6 +22,9 @@
 #include "mod_bank_idp.h"
 
 APLOG_USE_MODULE(bank);
+
+/* Seconds a client should wait while the identity keys are refused (an operator fixes them). */
+#define BVN_KEYS_RETRY_AFTER 60
 
 /* ---- the answer ---- */
 
@@ -229,6 +233,10 @@ int bank_bvn_handler(request_rec *r)
     }
     if ((rc = bank_read_json(r, &body, NULL, NULL)) != OK) {
         return rc;
+    }
+    if (bank_identity_refused()) {
+        /* the identity keys of this configuration were refused at its restart (BANK1705) */
+        return bank_error_unavailable(r, NULL, BVN_KEYS_RETRY_AFTER);
     }
     memset(&st, 0, sizeof(st));
     st.customer_id = who->customer_id;

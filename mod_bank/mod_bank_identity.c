@@ -175,9 +175,11 @@ static bank_db_t *open_db(apr_pool_t *p, server_rec *s, const char **why)
     return db;
 }
 
-/* The keys against the database: not OK for a wrong key. */
-static int check_db(apr_pool_t *ptemp, server_rec *s)
+/* The keys against the database: not OK for a wrong key. The configuration test says only
+ * what fails it (apache2 -t prints nothing else when it passes). */
+static int check_db(apr_pool_t *ptemp, server_rec *s, const char *then)
 {
+    int quiet = ap_state_query(AP_SQ_RUN_MODE) == AP_SQ_RM_CONFIG_TEST;
     apr_pool_t *p;
     const char *why = NULL, *wrong = NULL;
     apr_int64_t plain = 0;
@@ -187,19 +189,18 @@ static int check_db(apr_pool_t *ptemp, server_rec *s)
     /* A pool of its own, destroyed here: the connection is closed before the fork. */
     apr_pool_create(&p, ptemp);
     if (!(db = open_db(p, s, &why))) {
-        ap_log_error(APLOG_MARK, APLOG_WARNING, 0, s,
+        ap_log_error(APLOG_MARK, quiet ? APLOG_DEBUG : APLOG_WARNING, 0, s,
                      BANKLOGNO(1703) "identity keys not checked against the database: %s", why);
     } else if (bank_store_identity_keys_check(db, ring, &wrong) != BANK_DB_OK) {
-        ap_log_error(APLOG_MARK, APLOG_WARNING, 0, s,
+        ap_log_error(APLOG_MARK, quiet ? APLOG_DEBUG : APLOG_WARNING, 0, s,
                      BANKLOGNO(1704) "identity keys not checked against the database: %s",
                      bank_db_error(db));
     } else if (wrong) {
         ap_log_error(APLOG_MARK, APLOG_CRIT, 0, s,
-                     BANKLOGNO(1705) "BankIdentityKey: %s; refusing to start "
-                                     "(docs/security.md, key rotation)",
-                     wrong);
+                     BANKLOGNO(1705) "BankIdentityKey: %s; %s (docs/security.md, key rotation)",
+                     wrong, then);
         rc = HTTP_INTERNAL_SERVER_ERROR;
-    } else if (bank_store_identity_plain(db, &plain) == BANK_DB_OK && plain > 0) {
+    } else if (!quiet && bank_store_identity_plain(db, &plain) == BANK_DB_OK && plain > 0) {
         ap_log_error(APLOG_MARK, APLOG_WARNING, 0, s,
                      BANKLOGNO(1706) "%" APR_INT64_T_FMT " rows of identity data are still "
                                      "plain text: seal them with 'bankctl rekey' "
@@ -210,28 +211,85 @@ static int check_db(apr_pool_t *ptemp, server_rec *s)
     return rc;
 }
 
-int bank_identity_post_config(apr_pool_t *pconf, apr_pool_t *ptemp, server_rec *s)
+/* Keys set, and the database's: OK, else logged (then: what follows) and not OK. */
+static int keys_ok(apr_pool_t *ptemp, server_rec *s, const char *then)
 {
-    (void)pconf;
-    /* No database, no identity data: the module may serve without keys (nothing to map). */
-    if (!any_database(s)) {
-        bank_crypt_use(ring);
-        return OK;
-    }
     if (!ring || !bank_keyring_current(ring)) {
         ap_log_error(APLOG_MARK, APLOG_CRIT, 0, s,
                      BANKLOGNO(1701) "BankIdentityKey is not set: mod_bank stores BVNs and "
                                      "identity records encrypted and needs a key file "
-                                     "(docs/configuration.md); refusing to start");
+                                     "(docs/configuration.md); %s",
+                     then);
         return HTTP_INTERNAL_SERVER_ERROR;
     }
     if (!has_hash) {
         ap_log_error(APLOG_MARK, APLOG_CRIT, 0, s,
                      BANKLOGNO(1702) "BankIdentityHashKey is not set: mod_bank finds BVNs by "
                                      "a keyed hash and needs its key file "
-                                     "(docs/configuration.md); refusing to start");
+                                     "(docs/configuration.md); %s",
+                     then);
         return HTTP_INTERNAL_SERVER_ERROR;
     }
-    bank_crypt_use(ring);
-    return check_db(ptemp, s);
+    return check_db(ptemp, s, then);
+}
+
+/* Set by a restart whose keys were refused: BVN onboarding answers 503 meanwhile. */
+static int refused;
+
+int bank_identity_refused(void)
+{
+    return refused;
+}
+
+int bank_identity_check_config(apr_pool_t *ptemp, server_rec *s)
+{
+    /* apache2 -t (apachectl configtest, and the test apachectl graceful and restart run
+     * first): keys that would make the server refuse fail the test, so a reload is refused
+     * before the running server is signalled. */
+    if (ap_state_query(AP_SQ_RUN_MODE) != AP_SQ_RM_CONFIG_TEST || !any_database(s)) {
+        return OK;
+    }
+    return keys_ok(ptemp, s, "the configuration test fails");
+}
+
+/* 1 if this process (httpd's parent) served before: a restart, not the start. Marked in the
+ * process's pool, which lives across restarts. */
+static int restarting(server_rec *s)
+{
+    static const char key[] = "bank_identity_served";
+    void *served = NULL;
+
+    apr_pool_userdata_get(&served, key, s->process->pool);
+    if (!served) {
+        apr_pool_userdata_setn((void *)key, key, apr_pool_cleanup_null, s->process->pool);
+    }
+    return served != NULL;
+}
+
+int bank_identity_post_config(apr_pool_t *pconf, apr_pool_t *ptemp, server_rec *s)
+{
+    int restart = restarting(s);
+
+    (void)pconf;
+    refused = 0;
+    /* No database, no identity data: the module may serve without keys (nothing to map). */
+    if (!any_database(s)) {
+        bank_crypt_use(ring);
+        return OK;
+    }
+    if (keys_ok(ptemp, s,
+                restart ? "a restart signalled without the configuration test: the server "
+                          "keeps running, BVN onboarding answers 503 until the keys are right "
+                          "and httpd restarts again"
+                        : "refusing to start") == OK) {
+        bank_crypt_use(ring);
+        return OK;
+    }
+    if (!restart) {
+        return HTTP_INTERNAL_SERVER_ERROR;
+    }
+    /* httpd would exit on an error here, taking the running server down with it. */
+    refused = 1;
+    bank_crypt_use(ring && bank_keyring_current(ring) && has_hash ? ring : NULL);
+    return OK;
 }

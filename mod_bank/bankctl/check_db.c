@@ -42,11 +42,12 @@ void ctl_check_database(apr_pool_t *p, bank_db_t *db, int latest, const ctl_chec
             apr_psprintf(p, "cannot compare with the database: %s", bank_db_error(db)));
     } else if (wrong) {
         say(baton, 0, "identity keys",
-            apr_psprintf(p,
-                         "%s: httpd refuses to start (a reload would stop it); use the keys "
-                         "the database was sealed with (docs/operations.md, \"Identity "
-                         "keys\")",
-                         wrong));
+            apr_psprintf(
+                p,
+                "%s: httpd refuses to start with them and a reload is refused; use the keys "
+                "the database was sealed with (docs/operations.md, \"Identity "
+                "keys\")",
+                wrong));
     } else {
         say(baton, 1, "identity keys", "the database's keys (every sealed row opens)");
     }

@@ -167,7 +167,7 @@ for my $k (qw(k9 hash)) {
 spew("$dir/otherkeys/keys.conf", "BankIdentityKey k9 $dir/otherkeys/k9.key\n"
       . "BankIdentityHashKey $dir/otherkeys/hash.key\n");
 fails('otherkeys', conf(keys => "$dir/otherkeys/keys.conf"),
-    qr/^FAIL identity keys: .*httpd refuses to start \(a reload would stop it\)/m,
+    qr/^FAIL identity keys: .*httpd refuses to start with them and a reload is refused/m,
     'keys the database was not sealed with');
 
 # A schema newer than this build's (a later release migrated it).
