@@ -116,6 +116,27 @@ static const char *read_file(run_t *m, const char *path)
     return buf;
 }
 
+/* A script's `-- requires: N` line (011_schema_requires.sql), recorded with its version:
+ * modules that know only schemas below N may not serve once it is applied. */
+static bank_db_rc record_requires(bank_db_t *db, apr_pool_t *p, const char *text, int version)
+{
+    const char *at = strstr(text, "\n-- requires: ");
+    const char *err, *args[2];
+
+    if (!at && strncmp(text, "-- requires: ", 13) == 0) {
+        at = text - 1;
+    }
+    if (!at) {
+        return BANK_DB_OK;
+    }
+    args[0] = apr_itoa(p, atoi(at + 14));
+    args[1] = apr_itoa(p, version);
+    err = bank_db_prepare(db, "bank_migrate_requires",
+                          "UPDATE schema_version SET requires = %d WHERE version = %d", 0);
+    return err ? bank_db_fail(db, err)
+               : bank_db_exec(db, "bank_migrate_requires", NULL, BANK_NARGS(args), args);
+}
+
 /* The script's statements (SQLite: one at a time), then its schema_version row when
  * version > 0. */
 static bank_db_rc run_script(run_t *m, const char *text, int version)
@@ -144,7 +165,11 @@ static bank_db_rc run_script(run_t *m, const char *text, int version)
         if (err) {
             return bank_db_fail(db, err);
         }
-        return bank_db_exec(db, "bank_migrate_version_insert", NULL, BANK_NARGS(args), args);
+        if (bank_db_exec(db, "bank_migrate_version_insert", NULL, BANK_NARGS(args), args) !=
+            BANK_DB_OK) {
+            return BANK_DB_ERROR;
+        }
+        return record_requires(db, m->pool, text, version);
     }
     return BANK_DB_OK;
 }
@@ -256,8 +281,8 @@ static int prepare_db(run_t *m)
     return 0;
 }
 
-/* The versions schema_version records. */
-static apr_hash_t *applied(run_t *m)
+/* The versions schema_version records; *newest the highest (0: none). */
+static apr_hash_t *applied(run_t *m, int *newest)
 {
     typedef struct {
         apr_int64_t version;
@@ -275,8 +300,9 @@ static apr_hash_t *applied(run_t *m)
         return NULL;
     }
     for (i = 0; i < rows->nelts; i++) {
-        apr_hash_set(done, apr_itoa(m->pool, (int)APR_ARRAY_IDX(rows, i, version_row_t).version),
-                     APR_HASH_KEY_STRING, "");
+        int v = (int)APR_ARRAY_IDX(rows, i, version_row_t).version;
+        apr_hash_set(done, apr_itoa(m->pool, v), APR_HASH_KEY_STRING, "");
+        *newest = v > *newest ? v : *newest;
     }
     return done;
 }
@@ -285,7 +311,7 @@ static int apply_schema(run_t *m, const char *dir)
 {
     apr_array_header_t *files = list_scripts(m, dir, 1);
     apr_hash_t *done;
-    int i, count = 0, top = 0;
+    int i, count = 0, top = 0, newest = 0;
 
     if (!files) {
         return -1;
@@ -293,12 +319,21 @@ static int apply_schema(run_t *m, const char *dir)
     if (files->nelts == 0) {
         return failed(m, 1, "no NNN_*.sql schema files in %s%s", dir, "");
     }
-    if (prepare_db(m) != 0 || !(done = applied(m))) {
+    if (prepare_db(m) != 0 || !(done = applied(m, &newest))) {
+        return -1;
+    }
+    top = APR_ARRAY_IDX(files, files->nelts - 1, script_t).version;
+    if (newest > top) {
+        m->res->error = apr_psprintf(m->pool,
+                                     "the database's schema is version %d, newer than the SQL "
+                                     "files in %s (version %d): a later release migrated it; "
+                                     "use that release's bankctl, or restore the backup taken "
+                                     "before the upgrade (docs/deployment.md, \"Upgrades\")",
+                                     newest, dir, top);
         return -1;
     }
     for (i = 0; i < files->nelts; i++) {
         const script_t *s = &APR_ARRAY_IDX(files, i, script_t);
-        top = s->version;
         if (!apr_hash_get(done, apr_itoa(m->pool, s->version), APR_HASH_KEY_STRING)) {
             if (run_file(m, dir, s->name, s->version) != 0) {
                 return -1;

@@ -13,6 +13,7 @@
 #include "mod_bank.h"
 #include "mod_bank_identity.h"
 #include "bank_crypt.h"
+#include "bank_version.h"
 #include "bank_db.h"
 #include "bank_store.h"
 
@@ -141,7 +142,46 @@ static int any_database(server_rec *s)
  * check, or says why it cannot (then the server starts: a database that is down at start-up
  * answers 503 until it is back, and the keys are checked again at the next start). SQLite:
  * an absent file is not created here. */
-static bank_db_t *open_db(apr_pool_t *p, server_rec *s, const char **why)
+/* The database's schema against the newest this build knows (BANK_SCHEMA_VERSION): OK,
+ * also for a newer one whose migrations only added (logged), else logged and not OK. Read
+ * before any statement is prepared: a schema that changed what this build uses may not let
+ * them prepare. */
+static int schema_ok(bank_db_t *db, server_rec *s, const char *then)
+{
+    const char *v = NULL, *req = NULL;
+    int version, requires;
+
+    if (bank_db_query_value(db, "SELECT MAX(version) FROM schema_version", &v) != 0 || !v ||
+        (version = atoi(v)) <= BANK_SCHEMA_VERSION) {
+        return OK; /* older or none: bankctl migrate (the statements' preparation says so) */
+    }
+    /* no requires column: a schema from before 011 cannot be newer than this build */
+    if (bank_db_query_value(db, "SELECT COALESCE(MAX(requires), 0) FROM schema_version", &req) !=
+            0 ||
+        !req) {
+        req = "0";
+    }
+    if ((requires = atoi(req)) > BANK_SCHEMA_VERSION) {
+        ap_log_error(APLOG_MARK, APLOG_CRIT, 0, s,
+                     BANKLOGNO(1708) "the database's schema is version %d and needs a mod_bank "
+                                     "that knows schema %d or later; this one (%s) knows %d: "
+                                     "install the release that migrated it, or restore the "
+                                     "backup taken before the upgrade (docs/deployment.md, "
+                                     "\"Upgrades\"); %s",
+                     version, requires, BANK_VERSION, BANK_SCHEMA_VERSION, then);
+        return HTTP_INTERNAL_SERVER_ERROR;
+    }
+    ap_log_error(
+        APLOG_MARK,
+        ap_state_query(AP_SQ_RUN_MODE) == AP_SQ_RM_CONFIG_TEST ? APLOG_DEBUG : APLOG_NOTICE, 0, s,
+        BANKLOGNO(1709) "the database's schema is version %d, newer than this "
+                        "mod_bank's %d; the migrations since only added: serving",
+        version, BANK_SCHEMA_VERSION);
+    return OK;
+}
+
+static bank_db_t *open_db(apr_pool_t *p, server_rec *s, const char *then, int *schema,
+                          const char **why)
 {
     const dbd_cfg_t *cfg = NULL;
     apr_finfo_t fi;
@@ -168,6 +208,10 @@ static bank_db_t *open_db(apr_pool_t *p, server_rec *s, const char **why)
     if (!bank_db_is_pgsql(db)) {
         bank_db_query(db, "PRAGMA busy_timeout = 5000");
     }
+    if ((*schema = schema_ok(db, s, then)) != OK) {
+        *why = "a schema this build does not know";
+        return NULL;
+    }
     if ((*why = bank_db_prepare_all(db)) != NULL) {
         *why = apr_pstrcat(p, "the schema is missing or out of date (", *why, ")", (char *)NULL);
         return NULL;
@@ -184,11 +228,13 @@ static int check_db(apr_pool_t *ptemp, server_rec *s, const char *then)
     const char *why = NULL, *wrong = NULL;
     apr_int64_t plain = 0;
     bank_db_t *db;
-    int rc = OK;
+    int rc = OK, schema = OK;
 
     /* A pool of its own, destroyed here: the connection is closed before the fork. */
     apr_pool_create(&p, ptemp);
-    if (!(db = open_db(p, s, &why))) {
+    if (!(db = open_db(p, s, then, &schema, &why)) && schema != OK) {
+        rc = schema;
+    } else if (!db) {
         ap_log_error(APLOG_MARK, quiet ? APLOG_DEBUG : APLOG_WARNING, 0, s,
                      BANKLOGNO(1703) "identity keys not checked against the database: %s", why);
     } else if (bank_store_identity_keys_check(db, ring, &wrong) != BANK_DB_OK) {

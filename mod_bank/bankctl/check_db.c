@@ -1,6 +1,7 @@
 /* bankctl check, on a database it opened as httpd's User (check.c): the schema neither behind
  * nor ahead of this build, the identity keys of the configuration against the database, and
  * the privileges every statement needs (PostgreSQL). One line each through say. */
+#include <stdlib.h>
 #include <apr_strings.h>
 #include "bankctl.h"
 #include "bank_store.h"
@@ -9,6 +10,7 @@ void ctl_check_database(apr_pool_t *p, bank_db_t *db, int latest, const ctl_chec
                         ctl_say_fn say, void *baton)
 {
     const char *err = bank_db_prepare_all(db), *wrong = NULL, *missing = NULL, *role = NULL;
+    const char *requires = NULL;
     apr_int64_t version = 0;
 
     if (err || bank_store_schema_version(db, &version) != BANK_DB_OK || version < latest) {
@@ -19,14 +21,24 @@ void ctl_check_database(apr_pool_t *p, bank_db_t *db, int latest, const ctl_chec
                          version, latest, err ? "; " : "", err ? err : ""));
         return;
     }
-    if (version > latest) {
+    if (version > latest &&
+        (bank_db_query_value(db, "SELECT COALESCE(MAX(requires), 0) FROM schema_version",
+                             &requires) != 0 ||
+         !requires || atoi(requires) <= latest)) {
+        say(baton, 1, "schema",
+            apr_psprintf(p,
+                         "version %" APR_INT64_T_FMT ", newer than this build's %d; the "
+                         "migrations since only added: this module serves on it",
+                         version, latest));
+    } else if (version > latest) {
         say(baton, 0, "schema",
             apr_psprintf(p,
-                         "version %" APR_INT64_T_FMT " is newer than this build's %d: the "
-                         "database was migrated by a later release; install that release, or "
+                         "version %" APR_INT64_T_FMT " needs a module that knows schema %s; "
+                         "this build knows %d: a later release migrated the database; install "
+                         "that release, or "
                          "restore the backup taken before the upgrade (docs/deployment.md, "
                          "\"Upgrades\")",
-                         version, latest));
+                         version, requires, latest));
     } else {
         say(baton, 1, "schema",
             apr_psprintf(p, "version %" APR_INT64_T_FMT " (this build's: %d)", version, latest));

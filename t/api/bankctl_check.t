@@ -176,11 +176,24 @@ my $sql = sub {
     return $pg ? db_exec($q)
       : `${\ ($root ? "runuser -u $user -- " : '')}sqlite3 -cmd '.timeout 10000' $params "$q"`;
 };
-$sql->("INSERT INTO schema_version (version, applied_at) VALUES (999, '2026-11-28T00:00:00.000Z')");
+# A schema newer than this build's: served on when its migrations since only added; refused
+# when one of them requires a newer module; bankctl migrate refuses to run on it.
+$sql->("INSERT INTO schema_version (version, applied_at) VALUES (998, '2026-11-28T00:00:00.000Z')");
+($rc, $out) = check('compatible', conf());
+is($rc, 0, 'a newer schema whose migrations only added: exit 0') or diag($out);
+like($out, qr/^ok   schema: version 998, newer than this build's \d+; the migrations since only added/m,
+    'a newer, compatible schema: said so');
+$sql->("INSERT INTO schema_version (version, applied_at, requires) VALUES (999, '2026-11-28T00:00:00.000Z', 999)");
 fails('ahead', conf(),
-    qr/^FAIL schema: version 999 is newer than this build's \d+: the database was migrated by a later release/m,
-    'a schema ahead of this build');
-$sql->('DELETE FROM schema_version WHERE version = 999');
+    qr/^FAIL schema: version 999 needs a module that knows schema 999; this build knows \d+: a later release migrated the database/m,
+    'a schema that requires a newer module');
+my $ctldb = $pg ? $ENV{BANK_CTL_DB} : "sqlite:$params";
+my $as    = (!$pg && $root) ? "runuser -u $user -- " : '';
+$out = `$as env $ctl --db '$ctldb' migrate 2>&1`;
+is($? >> 8, 1, 'bankctl migrate on a newer schema: exit 1');
+like($out, qr/the database's schema is version 999, newer than the SQL files in \S+ \(version \d+\): a later release migrated it/,
+    'bankctl migrate says the database is newer than its files') or diag($out);
+$sql->('DELETE FROM schema_version WHERE version >= 998');
 
 # PostgreSQL: a runtime role granted SELECT only lacks what the writes need, and what the
 # triggers they fire write (the push message of a notice, the revocation feed's pruning).

@@ -11,6 +11,14 @@ use Bank::Test qw(slurp);
 my ($version) = slurp('include/bank_version.h') =~ /^#define BANK_VERSION "(\d+\.\d+\.\d+)"$/m;
 ok($version, "BANK_VERSION in include/bank_version.h ($version)");
 
+# The newest schema this build knows is the newest migration of each driver.
+my ($schema) = slurp('include/bank_version.h') =~ /^#define BANK_SCHEMA_VERSION (\d+)$/m;
+ok($schema, "BANK_SCHEMA_VERSION in include/bank_version.h ($schema)");
+for my $driver (qw(postgresql sqlite)) {
+    my ($newest) = sort { $b <=> $a } map { m{/(\d+)_[^/]*\.sql$} ? $1 + 0 : () } glob("sql/$driver/*.sql");
+    is($newest, $schema, "sql/$driver: its newest migration is BANK_SCHEMA_VERSION");
+}
+
 my $ctl = "$ENV{BANK_TEST_ROOT}/bin/bankctl";
 is(`$ctl --version`, "bankctl (mod_bank) $version\n", 'bankctl --version');
 is($?, 0, 'bankctl --version: exit 0');

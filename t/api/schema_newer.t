@@ -1,0 +1,53 @@
+# A database migrated by a later release (docs/deployment.md, "Upgrades"): when the migrations
+# since only added, this module serves on it and says so (BANK1709); when one of them
+# requires a newer module (schema_version.requires), httpd refuses to start and its
+# configuration test fails, naming the versions (BANK1708), instead of serving wrong answers.
+use strict;
+use warnings FATAL => 'all';
+use Apache::Test qw(-withtestmore);
+use File::Temp qw(tempdir);
+use LWP::UserAgent ();
+use Bank::Test qw(:DEFAULT spew slurp);
+use Bank::Docs qw(free_port private_conf);
+
+my $httpd = Apache::Test::vars('httpd');
+my $dir   = tempdir(CLEANUP => 1, DIR => $ENV{BANK_TEST_ROOT} || '/tmp');
+chmod 0755, $dir;
+my ($known) = slurp('include/bank_version.h') =~ /^#define BANK_SCHEMA_VERSION (\d+)$/m;
+my $port = free_port();
+spew("$dir/httpd.conf", private_conf($dir, 'httpd', $port)
+      . "LogLevel warn bank:notice\n<Location /health>\n    SetHandler bank-health\n</Location>\n");
+my $log = sub { -e "$dir/httpd.log" ? slurp("$dir/httpd.log") : '' };
+my $at  = "'2026-11-28T00:00:00.000Z'";
+END { db_exec('DELETE FROM schema_version WHERE version > ' . ($known + 0)) if $known }
+
+# --- newer, its migrations only added: serving ------------------------------------------------
+my $newer = $known + 1;
+db_exec("INSERT INTO schema_version (version, applied_at) VALUES ($newer, $at)");
+my $out = `'$httpd' -f '$dir/httpd.conf' -t 2>&1`;
+is($?, 0, 'a newer schema that only added: apache2 -t passes');
+is($out, "Syntax OK\n", 'and says only Syntax OK');
+my $h = Bank::Docs::Httpd->new(args => ['-f', "$dir/httpd.conf"], port => $port,
+    log => "$dir/httpd.log", pidfile => "$dir/httpd.pid");
+$h->start('a newer schema that only added');
+is(LWP::UserAgent->new(timeout => 30)->get("http://127.0.0.1:$port/health")->code, 200,
+    'it serves');
+like($log->(), qr/BANK1709: the database's schema is version $newer, newer than this mod_bank's $known; the migrations since only added: serving/,
+    'the log says the schema is newer and why it serves');
+$h->stop;
+sleep 1;
+
+# --- one migration requires a newer module: refused ------------------------------------------
+db_exec("UPDATE schema_version SET requires = $newer WHERE version = $newer");
+$out = `'$httpd' -f '$dir/httpd.conf' -t 2>&1`;
+isnt($? >> 8, 0, 'a schema that requires a newer module: apache2 -t fails');
+like($out, qr/BANK1708: the database's schema is version $newer and needs a mod_bank that knows schema $newer or later; this one \(\S+\) knows $known/,
+    'naming the versions') or diag($out);
+unlink "$dir/httpd.log";
+$out = `timeout 20 '$httpd' -f '$dir/httpd.conf' -DFOREGROUND 2>&1`;
+my $rc = $? >> 8;
+isnt($rc, 0, 'httpd refuses to start');
+isnt($rc, 124, 'at once (not stopped by the timeout)');
+like($out . $log->(), qr/BANK1708: .*refusing to start/, 'saying why');
+
+done_testing();
