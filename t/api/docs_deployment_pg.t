@@ -79,7 +79,7 @@ is($?, 0, 'the identity keys made as docs/operations.md says') or diag($out);
 # --- section 1: roles, database, migration with verify-full ---------------------------------------
 my $psql = "runuser -u postgres -- $bindir/psql -h $dir/pg -p $pgport -v ON_ERROR_STOP=1";
 my $steps = substitute(doc_block('docs/deployment.md', 'deployment-pg-roles'), 'section 1',
-    'sudo -u postgres psql'           => $psql,
+    'runuser -u postgres -- psql'     => $psql,
     '@db1.internal/bank'              => "\@localhost:$pgport/bank",
     'sslrootcert=/etc/mod_bank/'      => "sslrootcert=$etc/",
     'PGPASSWORD=\'change-me-owner\' bankctl' =>

@@ -55,11 +55,11 @@ spew("$dir/apache2/conf-available/mod_bank.conf", $conf);
 my ($client_key) = $conf =~ /^BankClientKey (\S+)/m;
 my ($secret)     = $conf =~ /^BankWebhookSecret (\S+)/m;
 
-# The steps, line by line; apache2ctl and systemctl are this test's own -t and start. Not
+# The steps, line by line; apache2ctl and service are this test's own -t and start. Not
 # as root, nothing can be given to www-data: those parts are dropped.
 my @steps = grep { /\S/ && !/^\s*#/ } split /\n/, doc_block('README.md', 'readme-debian-steps');
 for my $step (@steps) {
-    next if $step =~ /^(apache2ctl|systemctl)\b/;
+    next if $step =~ /^(apache2ctl|service apache2)\b/;
     my $cmd = $step =~ s{/var/lib/mod_bank}{$dir/lib}gr =~ s{/etc/mod_bank}{$dir/etc/mod_bank}gr
       =~ s{/etc/apache2}{$dir/apache2}gr =~ s{(^|\s)bankctl\b}{$1$work/bin/bankctl}r;
     $cmd .= " -f $dir/apache2/apache2.conf" if $step eq 'bankctl check';
