@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <apr_strings.h>
+#include <apr_lib.h>
 #include <apr_tables.h>
 #include "bank_json.h"
 #include "bank_time.h"
@@ -55,10 +56,53 @@ static void scan_number(scan_t *sc, const unsigned char *s, apr_size_t i, apr_si
     *in_number = part;
 }
 
+/* The value of 4 hex digits at s, or -1. */
+static long hex4(const unsigned char *s)
+{
+    long v = 0;
+    int k;
+
+    for (k = 0; k < 4; k++) {
+        int d = apr_isdigit(s[k])                              ? s[k] - '0'
+                : (s[k] | 0x20) >= 'a' && (s[k] | 0x20) <= 'f' ? (s[k] | 0x20) - 'a' + 10
+                                                               : -1;
+        if (d < 0) {
+            return -1;
+        }
+        v = v * 16 + d;
+    }
+    return v;
+}
+
+/* A \u escape at s[i] ('u'): why it is a lone UTF-16 surrogate (json-c would store U+FFFD for
+ * it, and two texts differing only there would read alike), or NULL. A high surrogate must
+ * be followed at once by a \u escape of a low one (*low_due: that low one comes next). */
+static const char *surrogate_problem(const unsigned char *s, apr_size_t i, apr_size_t len,
+                                     int *low_due)
+{
+    static const char lone[] = "The request body must not contain a lone UTF-16 surrogate escape.";
+    long v = len - i > 4 ? hex4(s + i + 1) : -1, w;
+
+    if (v >= 0xD800 && v <= 0xDBFF) {
+        w = len - i > 10 && s[i + 5] == '\\' && s[i + 6] == 'u' ? hex4(s + i + 7) : -1;
+        if (w < 0xDC00 || w > 0xDFFF) {
+            return lone;
+        }
+        *low_due = 1;
+    } else if (v >= 0xDC00 && v <= 0xDFFF) {
+        if (!*low_due) {
+            return lone;
+        }
+        *low_due = 0;
+    }
+    return NULL;
+}
+
 static const char *text_problem(const unsigned char *s, apr_size_t len, scan_t *sc)
 {
     apr_size_t i = 0;
-    int in_string = 0, escaped = 0, in_number = 0;
+    int in_string = 0, escaped = 0, in_number = 0, low_due = 0;
+    const char *why;
 
     while (i < len) {
         unsigned char c = s[i];
@@ -74,6 +118,9 @@ static const char *text_problem(const unsigned char *s, apr_size_t len, scan_t *
                     escaped = 0;
                     if (c == 'u' && len - i > 4 && !memcmp(s + i + 1, "0000", 4)) {
                         return "The request body must not contain NUL characters.";
+                    }
+                    if (c == 'u' && (why = surrogate_problem(s, i, len, &low_due)) != NULL) {
+                        return why;
                     }
                 } else if (c == '\\') {
                     escaped = 1;

@@ -1,12 +1,15 @@
 # Input that could be read two ways is refused on every endpoint that reads a body
 # (docs/api.md, "Ambiguous input"): a member name written twice in one object, at any depth
 # and however escaped, is 400 E_INVALID_JSON and nothing is stored or counted; `charges`
-# that is negative zero, underflows, or does not round-trip through a double is 422.
+# that is negative zero, underflows, or does not round-trip through a double is 422; a \u
+# escape of a lone UTF-16 surrogate (either half) is 400 E_INVALID_JSON (CONTRACT C10), a pair
+# is the character it encodes.
 use strict;
 use warnings FATAL => 'all';
 use Apache::Test qw(-withtestmore);
 use Bank::Test;
 use Bank::Webhook;
+use Bank::SignIn ();
 use Bank::BvnTest qw(verifiable bvn_req customer_row);
 
 sub dup_ok {
@@ -37,6 +40,31 @@ sub dup_ok {
     (my $fine = $text) =~ s/"data":\{/"data":{"clientRef":{"amount":1,"x":{"amount":2}},/ or die;
     is(deliver($fine)->code, 200, 'webhook: one name in several objects: 200');
     is(stored_count($ref), 1, 'webhook: stored once');
+}
+
+# --- lone surrogates escaped: 400, nothing stored; a pair is a character ----------------------
+{
+    for my $case (['narration', '\ud800'], ['narration', 'a\udc00b'], ['transactionReference', 'TRF-\ud83d'],
+        ['narration', '\ud83d\u0041'])
+    {
+        my ($field, $esc) = @$case;
+        my $n = notice();
+        my $ref = $n->{data}{transactionReference};
+        my $text = notice_json($n);
+        $text =~ s/"\Q$field\E":"[^"]*"/"$field":"$esc"/ or die "no $field";
+        my $d = assert_error(deliver($text), 400, 'E_INVALID_JSON', "webhook: $field $esc");
+        like($d->{message} // '', qr/lone UTF-16 surrogate/, "webhook: $field $esc: says why");
+        is(stored_count($ref), 0, "webhook: $field $esc: nothing stored");
+    }
+    my $n = notice();
+    (my $pair = notice_json($n)) =~ s/"narration":"[^"]*"/"narration":"rent \\ud83d\\ude00"/ or die;
+    is(deliver($pair)->code, 200, 'webhook: a surrogate pair: 200');
+    is(stored($n->{data}{transactionReference}, 'narration'), do { require Encode; Encode::encode('UTF-8', "rent \x{1F600}") },
+        'webhook: the pair stored as the character it encodes');
+    my $c = new_customer();
+    my $res = json_request(POST => '/auth/sign_in', headers => { Authorization => "Bearer $Bank::SignIn::CLIENT_KEY" },
+        body => qq({"email":"$c->{email}","password":"$c->{password}","deviceToken":"dev\\ud800"}));
+    assert_error($res, 400, 'E_INVALID_JSON', 'sign-in: deviceToken with a lone surrogate');
 }
 
 # --- charges: negative zero, underflow, no round trip -> 422; nothing stored ----------------
