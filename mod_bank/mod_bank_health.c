@@ -47,11 +47,12 @@ static int database_ok(request_rec *r, bank_db_t **db)
 }
 
 /* Whether the role may run every statement the writes need (bank_store_privileges_missing),
- * asked at most every WRITES_EVERY per process: NULL when it may, else what it lacks (in
- * the process's memory, the last answer), "" when it could not be asked. */
+ * asked at most every WRITES_EVERY per process (again when another server asks): NULL when it may,
+ * else what it lacks (in the process's memory, the last answer), "" when it could not be asked. */
 static apr_thread_mutex_t *lock;
 static apr_pool_t *keep;
 static apr_time_t asked;
+static const server_rec *asked_for; /* each server may have its own database and role */
 static const char *last;
 
 void bank_health_child_init(apr_pool_t *pchild)
@@ -71,7 +72,7 @@ static const char *writes_missing(request_rec *r, bank_db_t *db)
         return "";
     }
     apr_thread_mutex_lock(lock);
-    if (asked && now - asked < WRITES_EVERY) {
+    if (asked && asked_for == r->server && now - asked < WRITES_EVERY) {
         answer = last ? apr_pstrdup(r->pool, last) : NULL;
         apr_thread_mutex_unlock(lock);
         return answer;
@@ -82,6 +83,7 @@ static const char *writes_missing(request_rec *r, bank_db_t *db)
     }
     apr_thread_mutex_lock(lock);
     asked = now;
+    asked_for = r->server;
     apr_pool_clear(keep);
     last = missing ? apr_pstrdup(keep, missing) : NULL;
     apr_thread_mutex_unlock(lock);
