@@ -20,5 +20,8 @@ int bank_identity_post_config(apr_pool_t *pconf, apr_pool_t *ptemp, server_rec *
 int bank_identity_check_config(apr_pool_t *ptemp, server_rec *s);
 /* 1 while the keys of the running configuration were refused. */
 int bank_identity_refused(void);
+/* 1 while the database's schema needs a newer module than this one (found at a restart):
+ * every endpoint with a database answers 503. */
+int bank_identity_schema_refused(void);
 
 #endif

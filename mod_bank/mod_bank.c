@@ -71,6 +71,9 @@ static int serves_path(request_rec *r)
     return r->uri[n] == '\0' || (r->uri[n] == '/' && r->uri[n + 1] == '\0');
 }
 
+/* Seconds a client waits while this module refuses the database's schema. */
+#define SCHEMA_RETRY_AFTER 60
+
 static int bank_handler(request_rec *r)
 {
     apr_size_t i;
@@ -79,8 +82,12 @@ static int bank_handler(request_rec *r)
     }
     for (i = 0; i < sizeof(handlers) / sizeof(handlers[0]); i++) {
         if (!strcmp(r->handler, handlers[i].name)) {
-            int rc = serves_path(r) ? handlers[i].fn(r)
-                                    : bank_error(r, BANK_E_ROUTE_NOT_FOUND, NULL, NULL);
+            /* a schema newer than this module can serve on (BANK1708 at a restart): the
+             * endpoints that read or write it answer 503; health, metrics and errors do not */
+            int rc = !serves_path(r) ? bank_error(r, BANK_E_ROUTE_NOT_FOUND, NULL, NULL)
+                     : handlers[i].endpoint != BANK_EP_NONE && bank_identity_schema_refused()
+                         ? bank_error_unavailable(r, NULL, SCHEMA_RETRY_AFTER)
+                         : handlers[i].fn(r);
             bank_metrics_request(r, handlers[i].endpoint, rc);
             return rc;
         }

@@ -142,6 +142,9 @@ static int any_database(server_rec *s)
  * check, or says why it cannot (then the server starts: a database that is down at start-up
  * answers 503 until it is back, and the keys are checked again at the next start). SQLite:
  * an absent file is not created here. */
+/* The last check found a schema this build cannot serve on (schema_ok). */
+static int schema_bad;
+
 /* The database's schema against the newest this build knows (BANK_SCHEMA_VERSION): OK,
  * also for a newer one whose migrations only added (logged), else logged and not OK. Read
  * before any statement is prepared: a schema that changed what this build uses may not let
@@ -234,6 +237,7 @@ static int check_db(apr_pool_t *ptemp, server_rec *s, const char *then)
     apr_pool_create(&p, ptemp);
     if (!(db = open_db(p, s, then, &schema, &why)) && schema != OK) {
         rc = schema;
+        schema_bad = 1;
     } else if (!db) {
         ap_log_error(APLOG_MARK, quiet ? APLOG_DEBUG : APLOG_WARNING, 0, s,
                      BANKLOGNO(1703) "identity keys not checked against the database: %s", why);
@@ -279,12 +283,18 @@ static int keys_ok(apr_pool_t *ptemp, server_rec *s, const char *then)
     return check_db(ptemp, s, then);
 }
 
-/* Set by a restart whose keys were refused: BVN onboarding answers 503 meanwhile. */
-static int refused;
+/* Set by a restart whose keys were refused: BVN onboarding answers 503 meanwhile; whose
+ * database's schema needs a newer module: every endpoint with a database does. */
+static int refused, schema_refused;
 
 int bank_identity_refused(void)
 {
     return refused;
+}
+
+int bank_identity_schema_refused(void)
+{
+    return schema_refused;
 }
 
 int bank_identity_check_config(apr_pool_t *ptemp, server_rec *s)
@@ -299,15 +309,16 @@ int bank_identity_check_config(apr_pool_t *ptemp, server_rec *s)
 }
 
 /* 1 if this process (httpd's parent) served before: a restart, not the start. Marked in the
- * process's pool, which lives across restarts. */
+ * process's pool, which lives across restarts; apr_pool_userdata_set copies the key there
+ * (the module, and so any string of its own, is unloaded and loaded again on a restart). */
 static int restarting(server_rec *s)
 {
-    static const char key[] = "bank_identity_served";
     void *served = NULL;
 
-    apr_pool_userdata_get(&served, key, s->process->pool);
+    apr_pool_userdata_get(&served, "bank_identity_served", s->process->pool);
     if (!served) {
-        apr_pool_userdata_setn((void *)key, key, apr_pool_cleanup_null, s->process->pool);
+        apr_pool_userdata_set((void *)1, "bank_identity_served", apr_pool_cleanup_null,
+                              s->process->pool);
     }
     return served != NULL;
 }
@@ -317,7 +328,7 @@ int bank_identity_post_config(apr_pool_t *pconf, apr_pool_t *ptemp, server_rec *
     int restart = restarting(s);
 
     (void)pconf;
-    refused = 0;
+    refused = schema_refused = schema_bad = 0;
     /* No database, no identity data: the module may serve without keys (nothing to map). */
     if (!any_database(s)) {
         bank_crypt_use(ring);
@@ -325,7 +336,8 @@ int bank_identity_post_config(apr_pool_t *pconf, apr_pool_t *ptemp, server_rec *
     }
     if (keys_ok(ptemp, s,
                 restart ? "a restart signalled without the configuration test: the server "
-                          "keeps running, BVN onboarding answers 503 until the keys are right "
+                          "keeps running and answers 503 where this matters (BVN onboarding "
+                          "for the keys, every endpoint for the schema) until it is put right "
                           "and httpd restarts again"
                         : "refusing to start") == OK) {
         bank_crypt_use(ring);
@@ -336,6 +348,7 @@ int bank_identity_post_config(apr_pool_t *pconf, apr_pool_t *ptemp, server_rec *
     }
     /* httpd would exit on an error here, taking the running server down with it. */
     refused = 1;
+    schema_refused = schema_bad;
     bank_crypt_use(ring && bank_keyring_current(ring) && has_hash ? ring : NULL);
     return OK;
 }

@@ -1,7 +1,9 @@
 # A database migrated by a later release (docs/deployment.md, "Upgrades"): when the migrations
 # since only added, this module serves on it and says so (BANK1709); when one of them
 # requires a newer module (schema_version.requires), httpd refuses to start and its
-# configuration test fails, naming the versions (BANK1708), instead of serving wrong answers.
+# configuration test fails, naming the versions (BANK1708), instead of serving wrong answers;
+# a restart signalled without the test keeps the server up, and the endpoints that use the
+# database answer 503 (health still 200).
 use strict;
 use warnings FATAL => 'all';
 use Apache::Test qw(-withtestmore);
@@ -16,7 +18,8 @@ chmod 0755, $dir;
 my ($known) = slurp('include/bank_version.h') =~ /^#define BANK_SCHEMA_VERSION (\d+)$/m;
 my $port = free_port();
 spew("$dir/httpd.conf", private_conf($dir, 'httpd', $port)
-      . "LogLevel warn bank:notice\n<Location /health>\n    SetHandler bank-health\n</Location>\n");
+      . "LogLevel warn bank:notice\n<Location /health>\n    SetHandler bank-health\n</Location>\n"
+      . "<Location /misc/payment_banks>\n    SetHandler bank-banks\n</Location>\n");
 my $log = sub { -e "$dir/httpd.log" ? slurp("$dir/httpd.log") : '' };
 my $at  = "'2026-11-28T00:00:00.000Z'";
 END { db_exec('DELETE FROM schema_version WHERE version > ' . ($known + 0)) if $known }
@@ -34,8 +37,22 @@ is(LWP::UserAgent->new(timeout => 30)->get("http://127.0.0.1:$port/health")->cod
     'it serves');
 like($log->(), qr/BANK1709: the database's schema is version $newer, newer than this mod_bank's $known; the migrations since only added: serving/,
     'the log says the schema is newer and why it serves');
+
+# A later migration requires a newer module; a graceful restart signalled without the test.
+db_exec("UPDATE schema_version SET requires = $newer WHERE version = $newer");
+$h->graceful('a restart on a schema that requires a newer module');
+my $ua = LWP::UserAgent->new(timeout => 30);
+is($ua->get("http://127.0.0.1:$port/health")->code, 200, 'the server is still up: /health 200');
+my $token = issue_token(new_customer()->{email});
+my $res = json_request(GET => "http://127.0.0.1:$port/misc/payment_banks",
+    headers => { Authorization => "Bearer $token" });
+assert_error($res, 503, 'E_UNAVAILABLE', 'the bank list on a schema it cannot serve on');
+is($res->header('Retry-After'), '60', 'with Retry-After');
+like($log->(), qr/BANK1708: .*a restart signalled without the configuration test/,
+    'the log says why');
 $h->stop;
 sleep 1;
+db_exec("UPDATE schema_version SET requires = NULL WHERE version = $newer");
 
 # --- one migration requires a newer module: refused ------------------------------------------
 db_exec("UPDATE schema_version SET requires = $newer WHERE version = $newer");
