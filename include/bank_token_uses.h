@@ -25,13 +25,22 @@ int bank_token_uses_note(bank_token_uses_t *u, const char *id, const char *when)
 /* Uses noted and not yet taken. */
 int bank_token_uses_pending(bank_token_uses_t *u);
 /* Takes at most max noted uses, copied into p, in ascending order of id (so that writers of
- * different processes lock rows in one order): their count, ids[i] used at times[i]. */
+ * different processes lock rows in one order, as bank_token_uses_write does): their count,
+ * ids[i] used at times[i]. */
 int bank_token_uses_take(bank_token_uses_t *u, apr_pool_t *p, int max, const char **ids,
                          const char **times);
-/* Writes every use noted until now through db, BANK_TOKEN_USES_MAX a statement; *written:
- * how many. Stops at the first failure (its rc): the uses taken for it are noted again when
+/* A turn to take around each statement (SQLite's writes across processes), or NULL. */
+typedef struct {
+    int (*take)(void *baton); /* 1 if taken: then give is called */
+    void (*give)(void *baton);
+    void *baton;
+} bank_token_uses_turn_t;
+/* Writes every use noted until now through db (later notes wait for the next write),
+ * BANK_TOKEN_USES_MAX a statement, each in the turn if given; *written: how many. Stops at
+ * the first failure (its rc): the uses of that statement and after are noted again when
  * the database was busy (a lock, a timeout: BANK_DB_BUSY), for the next write; dropped
- * otherwise. */
-bank_db_rc bank_token_uses_write(bank_token_uses_t *u, bank_db_t *db, apr_pool_t *p, int *written);
+ * otherwise. One writer at a time per set. */
+bank_db_rc bank_token_uses_write(bank_token_uses_t *u, bank_db_t *db, apr_pool_t *p,
+                                 const bank_token_uses_turn_t *turn, int *written);
 
 #endif

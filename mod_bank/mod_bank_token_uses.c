@@ -1,10 +1,13 @@
 /* Each process's writer of token uses (mod_bank_token_uses.h). */
+#include <pthread.h>
+#include <signal.h>
 #include <apr_hash.h>
 #include <apr_thread_cond.h>
 #include <apr_thread_proc.h>
 #include <httpd.h>
 #include <http_config.h>
 #include <http_log.h>
+#include <ap_mpm.h>
 #include "mod_bank.h"
 #include "mod_bank_db.h"
 #include "mod_bank_token_uses.h"
@@ -28,24 +31,36 @@ bank_token_uses_t *bank_token_uses_of(server_rec *s)
     return thread ? apr_hash_get(sets, &s, sizeof(s)) : NULL;
 }
 
+/* SQLite has one writer: each statement of uses takes the notices' turn, as the push
+ * sender's writes do (bank_db_turn_take), so a webhook commit waits for one statement at
+ * most; PostgreSQL writes rows apart: no turn. */
+static int turn_take(void *baton)
+{
+    apr_interval_time_t waited = 0;
+
+    (void)baton;
+    return bank_db_turn_take(TURN_WAIT, &waited) == APR_SUCCESS;
+}
+
+static void turn_give(void *baton)
+{
+    (void)baton;
+    bank_db_turn_give();
+}
+
 /* Writes what server s has noted. */
 static void write_server(server_rec *s, bank_token_uses_t *u, apr_pool_t *p)
 {
+    static const bank_token_uses_turn_t turn = {turn_take, turn_give, NULL};
     apr_pool_t *lease = NULL;
-    apr_interval_time_t waited = 0;
     bank_db_t *db;
     bank_db_rc rc;
-    int written = 0, turn = 0;
+    int written = 0;
 
     if (bank_token_uses_pending(u) == 0 || !(db = bank_db_background(s, p, &lease))) {
         return;
     }
-    /* SQLite has one writer: the uses take the notices' turn, as the push sender does */
-    turn = !bank_db_is_pgsql(db) && bank_db_turn_take(TURN_WAIT, &waited) == APR_SUCCESS;
-    rc = bank_token_uses_write(u, db, p, &written);
-    if (turn) {
-        bank_db_turn_give();
-    }
+    rc = bank_token_uses_write(u, db, p, bank_db_is_pgsql(db) ? NULL : &turn, &written);
     if (rc != BANK_DB_OK) {
         ap_log_error(APLOG_MARK, APLOG_WARNING, 0, s,
                      BANKLOGNO(2401) "token uses not recorded (%d written before): %s", written,
@@ -113,6 +128,8 @@ void bank_token_uses_child_init(apr_pool_t *pchild, server_rec *s)
     const char *err = NULL;
     apr_status_t rv;
     server_rec *v;
+    sigset_t all, before;
+    int threaded = 0;
 
     sets = apr_hash_make(pchild);
     for (v = s; v; v = v->next) {
@@ -125,14 +142,30 @@ void bank_token_uses_child_init(apr_pool_t *pchild, server_rec *s)
         *key = v;
         apr_hash_set(sets, key, sizeof(*key), u);
     }
+    /* A process of one thread (prefork) has one connection and an allocator without a
+     * lock: no second thread there; its requests write their uses themselves. */
+    if (ap_mpm_query(AP_MPMQ_IS_THREADED, &threaded) != APR_SUCCESS ||
+        threaded == AP_MPMQ_NOT_SUPPORTED) {
+        thread = NULL;
+        return;
+    }
+    if (!err) {
+        /* the writer takes no signal: httpd's are for the threads it made */
+        sigfillset(&all);
+        pthread_sigmask(SIG_BLOCK, &all, &before);
+    }
     if (err || (rv = apr_thread_mutex_create(&lock, APR_THREAD_MUTEX_DEFAULT, pchild)) ||
         (rv = apr_thread_cond_create(&wake, pchild)) ||
         (rv = apr_thread_create(&thread, NULL, writer, NULL, pchild)) != APR_SUCCESS) {
+        if (!err) {
+            pthread_sigmask(SIG_SETMASK, &before, NULL);
+        }
         ap_log_error(APLOG_MARK, APLOG_ERR, 0, s,
                      BANKLOGNO(2402) "token uses written on each request's way: no writer (%s)",
                      err ? err : "no thread");
         thread = NULL;
         return;
     }
+    pthread_sigmask(SIG_SETMASK, &before, NULL);
     apr_pool_pre_cleanup_register(pchild, NULL, writer_stop);
 }

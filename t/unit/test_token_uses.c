@@ -186,7 +186,7 @@ static void test_with_db(bank_db_t *db)
         at[i] = bank_time_iso(p, when[i]);
         CHECK(bank_token_uses_note(u, ids[i], at[i]));
     }
-    CHECK(bank_token_uses_write(u, db, p, &written) == BANK_DB_OK);
+    CHECK(bank_token_uses_write(u, db, p, NULL, &written) == BANK_DB_OK);
     CHECK(written == 70);
     CHECK(bank_token_uses_pending(u) == 0);
     for (i = 0; i < 70; i++) {
@@ -194,21 +194,21 @@ static void test_with_db(bank_db_t *db)
     }
     /* an earlier use of token 0 (another process's, written late) does not move it back */
     CHECK(bank_token_uses_note(u, ids[0], bank_time_iso(p, base - apr_time_from_sec(60))));
-    CHECK(bank_token_uses_write(u, db, p, &written) == BANK_DB_OK && written == 1);
+    CHECK(bank_token_uses_write(u, db, p, NULL, &written) == BANK_DB_OK && written == 1);
     CHECK(used(db, ids[0]) == when[0]);
     /* a later one does */
     CHECK(bank_token_uses_note(u, ids[0], at[69]));
-    CHECK(bank_token_uses_write(u, db, p, &written) == BANK_DB_OK && written == 1);
+    CHECK(bank_token_uses_write(u, db, p, NULL, &written) == BANK_DB_OK && written == 1);
     CHECK(used(db, ids[0]) == when[69]);
     /* nothing noted: nothing written, no statement */
-    CHECK(bank_token_uses_write(u, db, p, &written) == BANK_DB_OK && written == 0);
+    CHECK(bank_token_uses_write(u, db, p, NULL, &written) == BANK_DB_OK && written == 0);
     /* a token gone meanwhile: the others are written all the same */
     {
         int count = 0;
         CHECK(bank_store_token_delete(db, ids[1], &count) == BANK_DB_OK && count == 1);
         CHECK(bank_token_uses_note(u, ids[1], at[69]));
         CHECK(bank_token_uses_note(u, ids[2], at[69]));
-        CHECK(bank_token_uses_write(u, db, p, &written) == BANK_DB_OK && written == 2);
+        CHECK(bank_token_uses_write(u, db, p, NULL, &written) == BANK_DB_OK && written == 2);
         CHECK(used(db, ids[2]) == when[69]);
     }
     /* more than one statement holds: refused before any database work */
@@ -244,13 +244,56 @@ static void test_busy(bank_db_t *db)
     if (!pg) {
         bank_db_query(db, "PRAGMA busy_timeout = 0"); /* the driver's own retries only */
     }
-    CHECK(bank_token_uses_write(u, db, p, &written) == BANK_DB_BUSY);
+    CHECK(bank_token_uses_write(u, db, p, NULL, &written) == BANK_DB_BUSY);
     CHECK(written == 0);
     CHECK(bank_token_uses_pending(u) == 1);
     CHECK(bank_db_query(other, "COMMIT") == 0);
-    CHECK(bank_token_uses_write(u, db, p, &written) == BANK_DB_OK && written == 1);
+    CHECK(bank_token_uses_write(u, db, p, NULL, &written) == BANK_DB_OK && written == 1);
     CHECK(bank_token_uses_pending(u) == 0);
     CHECK(bank_time_parse(at, &want) == 0 && used(db, id) == want);
+}
+
+typedef struct {
+    int taken, given;
+} turns_t;
+static int turn_take(void *baton)
+{
+    ((turns_t *)baton)->taken++;
+    return 1;
+}
+static void turn_give(void *baton)
+{
+    ((turns_t *)baton)->given++;
+}
+
+/* The turn is taken around each statement, not around the whole write: 70 uses, two
+ * statements, two turns; uses noted after the write began wait for the next one. */
+static void test_turns(bank_db_t *db)
+{
+    apr_pool_t *p = bank_db_pool(db);
+    bank_token_uses_t *u = uses(p, 1000);
+    turns_t t = {0, 0};
+    bank_token_uses_turn_t turn = {turn_take, turn_give, &t};
+    bank_customer_t cust;
+    const char *at = bank_time_iso(p, apr_time_now());
+    int i, written = 0;
+
+    if (!u) {
+        return;
+    }
+    fixture_customer(db, "Chidi", "Eze", NULL, &cust);
+    for (i = 0; i < 70; i++) {
+        CHECK(bank_token_uses_note(u, token(db, cust.id), at));
+    }
+    CHECK(bank_token_uses_write(u, db, p, &turn, &written) == BANK_DB_OK && written == 70);
+    CHECK(t.taken == 2 && t.given == 2);
+    CHECK(bank_token_uses_pending(u) == 0);
+    /* the set is usable again after the swap, and again after a second one */
+    CHECK(bank_token_uses_note(u, token(db, cust.id), at));
+    CHECK(bank_token_uses_write(u, db, p, &turn, &written) == BANK_DB_OK && written == 1);
+    CHECK(bank_token_uses_note(u, token(db, cust.id), at));
+    CHECK(bank_token_uses_write(u, db, p, &turn, &written) == BANK_DB_OK && written == 1);
+    CHECK(t.taken == 4 && t.given == 4);
 }
 
 static void run_tests(apr_pool_t *p)
@@ -260,4 +303,5 @@ static void run_tests(apr_pool_t *p)
     test_threads(p);
     fixture_each(p, test_with_db);
     fixture_each(p, test_busy);
+    fixture_each(p, test_turns);
 }
