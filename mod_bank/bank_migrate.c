@@ -120,16 +120,17 @@ static const char *read_file(run_t *m, const char *path)
  * modules that know only schemas below N may not serve once it is applied. */
 static bank_db_rc record_requires(bank_db_t *db, apr_pool_t *p, const char *text, int version)
 {
-    const char *at = strstr(text, "\n-- requires: ");
+    const char *at = strstr(text, "\n-- requires: "), *number;
     const char *err, *args[2];
 
-    if (!at && strncmp(text, "-- requires: ", 13) == 0) {
-        at = text - 1;
-    }
-    if (!at) {
+    if (at) {
+        number = at + 14;
+    } else if (strncmp(text, "-- requires: ", 13) == 0) {
+        number = text + 13;
+    } else {
         return BANK_DB_OK;
     }
-    args[0] = apr_itoa(p, atoi(at + 14));
+    args[0] = apr_itoa(p, atoi(number));
     args[1] = apr_itoa(p, version);
     err = bank_db_prepare(db, "bank_migrate_requires",
                           "UPDATE schema_version SET requires = %d WHERE version = %d", 0);

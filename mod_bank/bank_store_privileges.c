@@ -37,7 +37,8 @@ static const char *next_word(apr_pool_t *p, const char **s)
     char *word, *q;
 
     for (;;) {
-        while (*c && !apr_isalnum(*c) && !strchr("_\"'(),;", *c) && !(c[0] == '-' && c[1] == '-')) {
+        while (*c && !apr_isalnum(*c) && !strchr("_\"'(),;", *c) && !(c[0] == '-' && c[1] == '-') &&
+               !(c[0] == '/' && c[1] == '*')) {
             c++;
         }
         if (*c == '\'') { /* a literal: '' inside it is a quote */
@@ -46,6 +47,9 @@ static const char *next_word(apr_pool_t *p, const char **s)
             c += *c ? 1 : 0;
         } else if (c[0] == '-' && c[1] == '-') {
             c += strcspn(c, "\n");
+        } else if (c[0] == '/' && c[1] == '*') {
+            const char *e = strstr(c + 2, "*/");
+            c = e ? e + 2 : c + strlen(c);
         } else {
             break;
         }
@@ -134,7 +138,8 @@ void bank_sql_needs(apr_pool_t *p, const char *sql, apr_hash_t *needs)
             need(p, needs, target, BANK_PRIV_INSERT);
         } else if (!strcmp(w, "update") && !strcmp(prev, "do")) {
             need(p, needs, target, BANK_PRIV_UPDATE | BANK_PRIV_SELECT);
-        } else if (!strcmp(w, "update") && strcmp(prev, "for") != 0 && table_next) {
+        } else if (!strcmp(w, "update") && strcmp(prev, "for") != 0 && strcmp(prev, "key") != 0 &&
+                   table_next) {
             target = next_word(p, &s);
             need(p, needs, target, BANK_PRIV_UPDATE);
         } else if (!strcmp(w, "from") && !strcmp(prev, "delete") && table_next) {

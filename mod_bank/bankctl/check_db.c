@@ -9,11 +9,28 @@
 void ctl_check_database(apr_pool_t *p, bank_db_t *db, int latest, const ctl_check_keys_t *keys,
                         ctl_say_fn say, void *baton)
 {
-    const char *err = bank_db_prepare_all(db), *wrong = NULL, *missing = NULL, *role = NULL;
+    const char *err = NULL, *wrong = NULL, *missing = NULL, *role = NULL, *v = NULL;
     const char *requires = NULL;
     apr_int64_t version = 0;
 
-    if (err || bank_store_schema_version(db, &version) != BANK_DB_OK || version < latest) {
+    /* the version before the statements: a newer schema may not let them prepare */
+    if (bank_db_query_value(db, "SELECT MAX(version) FROM schema_version", &v) == 0 && v) {
+        version = apr_atoi64(v);
+    }
+    if (version > latest &&
+        bank_db_query_value(db, "SELECT COALESCE(MAX(requires), 0) FROM schema_version",
+                            &requires) == 0 &&
+        requires && atoi(requires) > latest) {
+        say(baton, 0, "schema",
+            apr_psprintf(p,
+                         "version %" APR_INT64_T_FMT " needs a module that knows schema %s; "
+                         "this build knows %d: a later release migrated the database; install "
+                         "that release, or restore the backup taken before the upgrade "
+                         "(docs/deployment.md, \"Upgrades\")",
+                         version, requires, latest));
+        return;
+    }
+    if ((err = bank_db_prepare_all(db)) != NULL || version < latest) {
         say(baton, 0, "schema",
             apr_psprintf(p,
                          "version %" APR_INT64_T_FMT ", this build needs %d%s%s: run bankctl "
@@ -21,28 +38,13 @@ void ctl_check_database(apr_pool_t *p, bank_db_t *db, int latest, const ctl_chec
                          version, latest, err ? "; " : "", err ? err : ""));
         return;
     }
-    if (version > latest &&
-        (bank_db_query_value(db, "SELECT COALESCE(MAX(requires), 0) FROM schema_version",
-                             &requires) != 0 ||
-         !requires || atoi(requires) <= latest)) {
-        say(baton, 1, "schema",
-            apr_psprintf(p,
-                         "version %" APR_INT64_T_FMT ", newer than this build's %d; the "
-                         "migrations since only added: this module serves on it",
-                         version, latest));
-    } else if (version > latest) {
-        say(baton, 0, "schema",
-            apr_psprintf(p,
-                         "version %" APR_INT64_T_FMT " needs a module that knows schema %s; "
-                         "this build knows %d: a later release migrated the database; install "
-                         "that release, or "
-                         "restore the backup taken before the upgrade (docs/deployment.md, "
-                         "\"Upgrades\")",
-                         version, requires, latest));
-    } else {
-        say(baton, 1, "schema",
-            apr_psprintf(p, "version %" APR_INT64_T_FMT " (this build's: %d)", version, latest));
-    }
+    say(baton, 1, "schema",
+        version > latest
+            ? apr_psprintf(p,
+                           "version %" APR_INT64_T_FMT ", newer than this build's %d; the "
+                           "migrations since only added: this module serves on it",
+                           version, latest)
+            : apr_psprintf(p, "version %" APR_INT64_T_FMT " (this build's: %d)", version, latest));
     if (!keys->seen) {
         say(baton, 0, "identity keys",
             "BankIdentityKey is not set: httpd refuses to start without it; make the keys and "

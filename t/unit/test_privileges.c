@@ -61,6 +61,8 @@ static void test_needs(apr_pool_t *p)
     CHECK_STR(needs_of(p, "SELECT id FROM q WHERE s = 'FROM x' LIMIT 5 FOR UPDATE SKIP LOCKED"),
               "q:1");
     CHECK_STR(needs_of(p, "SELECT count(*) FROM pg_prepared_statements -- FROM y\n"), "");
+    CHECK_STR(needs_of(p, "SELECT 1 FROM a /* FROM b */ WHERE x = 1"), "a:1");
+    CHECK_STR(needs_of(p, "SELECT id FROM q WHERE s = 1 FOR NO KEY UPDATE SKIP LOCKED"), "q:1");
     CHECK_STR(needs_of(p, "SELECT e FROM unnest(string_to_array(%s, ',')) AS e"), "");
     CHECK_STR(needs_of(p, "SELECT 1 FROM \"Quoted\" WHERE it''s = 'a''b FROM z'"), "Quoted:1");
     /* a trigger function's body: several statements */
