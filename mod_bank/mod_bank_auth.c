@@ -124,7 +124,7 @@ static int unauthorized(request_rec *r, const char *why)
 static void touch(request_rec *r, bank_db_t **db, const char *id, bank_token_row_t *row, int cached)
 {
     apr_time_t now = apr_time_now(), last;
-    bank_token_uses_t *uses = bank_token_uses_of(r->server);
+    bank_token_uses_t *uses;
 
     if (row->last_used_at && bank_time_parse(row->last_used_at, &last) == 0 &&
         now - last < BANK_TOUCH_INTERVAL) {
@@ -134,7 +134,8 @@ static void touch(request_rec *r, bank_db_t **db, const char *id, bank_token_row
     if (cached) {
         bank_token_cache_touched(tokens, r->server, id, row->last_used_at);
     }
-    if (uses && bank_token_uses_note(uses, id, row->last_used_at)) {
+    if ((uses = bank_token_uses_of(r->server)) &&
+        bank_token_uses_note(uses, id, row->last_used_at)) {
         return;
     }
     /* Best effort: a failed write must not fail an authorised request. */
