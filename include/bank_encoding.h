@@ -23,6 +23,8 @@ int bank_b64url_decode(apr_pool_t *p, const char *in, unsigned char **out, apr_s
 char *bank_b64std_encode(apr_pool_t *p, const unsigned char *in, apr_size_t len);
 int bank_b64std_decode(apr_pool_t *p, const char *in, unsigned char **out, apr_size_t *outlen);
 
+/* The value of one hex digit (either case), or -1. */
+int bank_hex_digit(int c);
 /* Lower-case hex. */
 char *bank_hex(apr_pool_t *p, const unsigned char *in, apr_size_t len);
 

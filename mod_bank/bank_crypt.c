@@ -125,14 +125,6 @@ int bank_key_id_valid(const char *id)
            strspn(id, "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_-.") == n;
 }
 
-static int hex_digit(int c)
-{
-    return c >= '0' && c <= '9'   ? c - '0'
-           : c >= 'a' && c <= 'f' ? c - 'a' + 10
-           : c >= 'A' && c <= 'F' ? c - 'A' + 10
-                                  : -1;
-}
-
 /* 64 hex digits, a final newline (LF or CRLF) allowed; or exactly BANK_KEY_LEN bytes. */
 static int decode_key(const unsigned char *buf, apr_size_t n, unsigned char *key)
 {
@@ -149,7 +141,7 @@ static int decode_key(const unsigned char *buf, apr_size_t n, unsigned char *key
         return -1;
     }
     for (i = 0; i < BANK_KEY_LEN; i++) {
-        int hi = hex_digit(buf[2 * i]), lo = hex_digit(buf[2 * i + 1]);
+        int hi = bank_hex_digit(buf[2 * i]), lo = bank_hex_digit(buf[2 * i + 1]);
         if (hi < 0 || lo < 0) {
             return -1;
         }

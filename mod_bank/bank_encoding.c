@@ -101,6 +101,14 @@ int bank_b64std_decode(apr_pool_t *p, const char *in, unsigned char **out, apr_s
     return bank_b64_decode(p, in, BANK_B64STD_ALPHABET, out, outlen);
 }
 
+int bank_hex_digit(int c)
+{
+    return c >= '0' && c <= '9'   ? c - '0'
+           : c >= 'a' && c <= 'f' ? c - 'a' + 10
+           : c >= 'A' && c <= 'F' ? c - 'A' + 10
+                                  : -1;
+}
+
 char *bank_hex(apr_pool_t *p, const unsigned char *in, apr_size_t len)
 {
     static const char digits[] = "0123456789abcdef";

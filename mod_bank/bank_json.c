@@ -10,6 +10,7 @@
 #include <apr_lib.h>
 #include <apr_tables.h>
 #include "bank_json.h"
+#include "bank_encoding.h"
 #include "bank_time.h"
 
 static apr_status_t put_json(void *o)
@@ -60,18 +61,12 @@ static void scan_number(scan_t *sc, const unsigned char *s, apr_size_t i, apr_si
 static long hex4(const unsigned char *s)
 {
     long v = 0;
-    int k;
+    int k, d;
 
-    for (k = 0; k < 4; k++) {
-        int d = apr_isdigit(s[k])                              ? s[k] - '0'
-                : (s[k] | 0x20) >= 'a' && (s[k] | 0x20) <= 'f' ? (s[k] | 0x20) - 'a' + 10
-                                                               : -1;
-        if (d < 0) {
-            return -1;
-        }
+    for (k = 0; k < 4 && (d = bank_hex_digit(s[k])) >= 0; k++) {
         v = v * 16 + d;
     }
-    return v;
+    return k == 4 ? v : -1;
 }
 
 /* A \u escape at s[i] ('u'): why it is a lone UTF-16 surrogate (json-c would store U+FFFD for
@@ -83,19 +78,15 @@ static const char *surrogate_problem(const unsigned char *s, apr_size_t i, apr_s
     static const char lone[] = "The request body must not contain a lone UTF-16 surrogate escape.";
     long v = len - i > 4 ? hex4(s + i + 1) : -1, w;
 
-    if (v >= 0xD800 && v <= 0xDBFF) {
-        w = len - i > 10 && s[i + 5] == '\\' && s[i + 6] == 'u' ? hex4(s + i + 7) : -1;
-        if (w < 0xDC00 || w > 0xDFFF) {
-            return lone;
-        }
-        *low_due = 1;
-    } else if (v >= 0xDC00 && v <= 0xDFFF) {
-        if (!*low_due) {
-            return lone;
-        }
-        *low_due = 0;
+    if (v >= 0xDC00 && v <= 0xDFFF) { /* a low half: only right after its high half */
+        return *low_due ? (*low_due = 0, (const char *)NULL) : lone;
     }
-    return NULL;
+    if (v < 0xD800 || v > 0xDBFF) {
+        return NULL;
+    }
+    w = len - i > 10 && s[i + 5] == '\\' && s[i + 6] == 'u' ? hex4(s + i + 7) : -1;
+    *low_due = w >= 0xDC00 && w <= 0xDFFF;
+    return *low_due ? NULL : lone;
 }
 
 static const char *text_problem(const unsigned char *s, apr_size_t len, scan_t *sc)

@@ -9,6 +9,7 @@
 #include <openssl/hmac.h>
 #include "bank_json.h"
 #include "bank_notice.h"
+#include "bank_encoding.h"
 #include "bank_validate.h"
 
 typedef enum { F_STRING, F_INTEGER, F_NUMBER, F_ANY } field_kind;
@@ -158,15 +159,6 @@ bank_notice_t *bank_notice_read(apr_pool_t *p, json_object *body, apr_array_head
     return errs->nelts == before ? n : NULL;
 }
 
-static int nibble(unsigned char c)
-{
-    if (c >= '0' && c <= '9') {
-        return c - '0';
-    }
-    c |= 0x20; /* either case */
-    return c >= 'a' && c <= 'f' ? c - 'a' + 10 : -1;
-}
-
 int bank_notice_signature_ok(int bits, const char *key, const void *data, apr_size_t len,
                              const char *given)
 {
@@ -183,7 +175,8 @@ int bank_notice_signature_ok(int bits, const char *key, const void *data, apr_si
         return 0;
     }
     for (i = 0; i < maclen; i++) {
-        int hi = nibble((unsigned char)given[2 * i]), lo = nibble((unsigned char)given[2 * i + 1]);
+        int hi = bank_hex_digit((unsigned char)given[2 * i]),
+            lo = bank_hex_digit((unsigned char)given[2 * i + 1]);
         bad |= hi < 0 || lo < 0;
         got[i] = (unsigned char)(((hi & 0xf) << 4) | (lo & 0xf));
     }

@@ -92,6 +92,11 @@ static void test_digests(apr_pool_t *p)
 
     CHECK_STR(bank_hex(p, bytes, sizeof(bytes)), "00017f80abff");
     CHECK_STR(bank_hex(p, bytes, 0), "");
+    /* one hex digit, either case; anything else -1 */
+    CHECK(bank_hex_digit('0') == 0 && bank_hex_digit('9') == 9 && bank_hex_digit('a') == 10 &&
+          bank_hex_digit('F') == 15);
+    CHECK(bank_hex_digit('g') == -1 && bank_hex_digit('G') == -1 && bank_hex_digit('/') == -1 &&
+          bank_hex_digit(':') == -1 && bank_hex_digit('@') == -1 && bank_hex_digit(0) == -1);
     /* FIPS 180-2 example and the empty message. */
     CHECK_STR(bank_sha256_hex(p, "abc", 3),
               "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad");
