@@ -19,4 +19,10 @@ typedef struct {
 int bank_migrate(bank_db_t *db, const char *sql_root, int demo, bank_migrate_say_fn say,
                  void *baton, bank_migrate_result_t *res);
 
+/* The database's schema version (0: none) and the lowest schema a module must know to serve
+ * on it (schema_version.requires, 011; 0: any module whose migrations it holds). Plain
+ * queries, not prepared statements: a schema newer than the caller's may not let those
+ * prepare. */
+void bank_schema_state(bank_db_t *db, int *version, int *requires);
+
 #endif

@@ -384,3 +384,18 @@ int bank_migrate(bank_db_t *db, const char *sql_root, int demo, bank_migrate_say
     say(baton, "ready: all statements prepare");
     return 0;
 }
+
+void bank_schema_state(bank_db_t *db, int *version, int *requires)
+{
+    const char *v = NULL, *r = NULL;
+
+    *version = bank_db_query_value(db, "SELECT MAX(version) FROM schema_version", &v) == 0 && v
+                   ? atoi(v)
+                   : 0;
+    /* no requires column: a schema from before 011 */
+    *requires =
+        bank_db_query_value(db, "SELECT COALESCE(MAX(requires), 0) FROM schema_version", &r) == 0 &&
+                r
+            ? atoi(r)
+            : 0;
+}

@@ -13,6 +13,7 @@
 #include "mod_bank.h"
 #include "mod_bank_identity.h"
 #include "bank_crypt.h"
+#include "bank_migrate.h"
 #include "bank_version.h"
 #include "bank_db.h"
 #include "bank_store.h"
@@ -151,20 +152,13 @@ static int schema_bad;
  * them prepare. */
 static int schema_ok(bank_db_t *db, server_rec *s, const char *then)
 {
-    const char *v = NULL, *req = NULL;
     int version, requires;
 
-    if (bank_db_query_value(db, "SELECT MAX(version) FROM schema_version", &v) != 0 || !v ||
-        (version = atoi(v)) <= BANK_SCHEMA_VERSION) {
+    bank_schema_state(db, &version, &requires);
+    if (version <= BANK_SCHEMA_VERSION) {
         return OK; /* older or none: bankctl migrate (the statements' preparation says so) */
     }
-    /* no requires column: a schema from before 011 cannot be newer than this build */
-    if (bank_db_query_value(db, "SELECT COALESCE(MAX(requires), 0) FROM schema_version", &req) !=
-            0 ||
-        !req) {
-        req = "0";
-    }
-    if ((requires = atoi(req)) > BANK_SCHEMA_VERSION) {
+    if (requires > BANK_SCHEMA_VERSION) {
         ap_log_error(APLOG_MARK, APLOG_CRIT, 0, s,
                      BANKLOGNO(1708) "the database's schema is version %d and needs a mod_bank "
                                      "that knows schema %d or later; this one (%s) knows %d: "

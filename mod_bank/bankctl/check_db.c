@@ -1,29 +1,23 @@
 /* bankctl check, on a database it opened as httpd's User (check.c): the schema neither behind
  * nor ahead of this build, the identity keys of the configuration against the database, and
  * the privileges every statement needs (PostgreSQL). One line each through say. */
-#include <stdlib.h>
 #include <apr_strings.h>
 #include "bankctl.h"
 #include "bank_store.h"
+#include "bank_migrate.h"
 
 void ctl_check_database(apr_pool_t *p, bank_db_t *db, int latest, const ctl_check_keys_t *keys,
                         ctl_say_fn say, void *baton)
 {
-    const char *err = NULL, *wrong = NULL, *missing = NULL, *role = NULL, *v = NULL;
-    const char *requires = NULL;
-    apr_int64_t version = 0;
+    const char *err = NULL, *wrong = NULL, *missing = NULL, *role = NULL;
+    int version = 0, requires = 0;
 
     /* the version before the statements: a newer schema may not let them prepare */
-    if (bank_db_query_value(db, "SELECT MAX(version) FROM schema_version", &v) == 0 && v) {
-        version = apr_atoi64(v);
-    }
-    if (version > latest &&
-        bank_db_query_value(db, "SELECT COALESCE(MAX(requires), 0) FROM schema_version",
-                            &requires) == 0 &&
-        requires && atoi(requires) > latest) {
+    bank_schema_state(db, &version, &requires);
+    if (version > latest && requires > latest) {
         say(baton, 0, "schema",
             apr_psprintf(p,
-                         "version %" APR_INT64_T_FMT " needs a module that knows schema %s; "
+                         "version %d needs a module that knows schema %d; "
                          "this build knows %d: a later release migrated the database; install "
                          "that release, or restore the backup taken before the upgrade "
                          "(docs/deployment.md, \"Upgrades\")",
@@ -33,18 +27,17 @@ void ctl_check_database(apr_pool_t *p, bank_db_t *db, int latest, const ctl_chec
     if ((err = bank_db_prepare_all(db)) != NULL || version < latest) {
         say(baton, 0, "schema",
             apr_psprintf(p,
-                         "version %" APR_INT64_T_FMT ", this build needs %d%s%s: run bankctl "
+                         "version %d, this build needs %d%s%s: run bankctl "
                          "migrate",
                          version, latest, err ? "; " : "", err ? err : ""));
         return;
     }
     say(baton, 1, "schema",
-        version > latest
-            ? apr_psprintf(p,
-                           "version %" APR_INT64_T_FMT ", newer than this build's %d; the "
-                           "migrations since only added: this module serves on it",
-                           version, latest)
-            : apr_psprintf(p, "version %" APR_INT64_T_FMT " (this build's: %d)", version, latest));
+        version > latest ? apr_psprintf(p,
+                                        "version %d, newer than this build's %d; the "
+                                        "migrations since only added: this module serves on it",
+                                        version, latest)
+                         : apr_psprintf(p, "version %d (this build's: %d)", version, latest));
     if (!keys->seen) {
         say(baton, 0, "identity keys",
             "BankIdentityKey is not set: httpd refuses to start without it; make the keys and "
