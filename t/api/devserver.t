@@ -18,7 +18,8 @@ local $ENV{BANK_DB}      = 'sqlite3';
 delete local $ENV{BANK_PG_PARAMS};
 my $out = `'$top/scripts/devserver' start 2>&1`;
 is($?, 0, 'dev server started') or diag($out);
-END { system("'$top/scripts/devserver' stop >/dev/null 2>&1") if $run && -e "$run/httpd.pid" }
+# BANK_RUN_DIR given again: the file's local values are gone by the time END runs
+END { system("BANK_RUN_DIR='$run' '$top/scripts/devserver' stop >/dev/null 2>&1") if $run && -e "$run/httpd.pid" }
 # On SQLite, DBDMax 8, not ThreadsPerChild (docs/deployment.md: memory per connection).
 like(slurp("$run/httpd.conf"), qr/^DBDMax 8$/m, 'SQLite: DBDMax 8');
 

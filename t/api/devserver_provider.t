@@ -35,7 +35,8 @@ local $ENV{BANK_BVN_PROVIDER_APP_ID} = 'test-app-id';
 local $ENV{BANK_BVN_PROVIDER_KEY}    = 'test-idp-secret-1';
 $out = `'$top/scripts/devserver' start 2>&1`;
 my $started = is($?, 0, 'dev server with prembly: started') or diag($out);
-END { system("'$top/scripts/devserver' stop >/dev/null 2>&1") if $run && -e "$run/httpd.pid" }
+# BANK_RUN_DIR given again: the file's local values are gone by the time END runs
+END { system("BANK_RUN_DIR='$run' '$top/scripts/devserver' stop >/dev/null 2>&1") if $run && -e "$run/httpd.pid" }
 
 if ($started) {
     my $conf = slurp("$run/httpd.conf");

@@ -22,7 +22,8 @@ local $ENV{BANK_RUN_DIR} = $run;
 local $ENV{BANK_DB}      = 'sqlite3';
 delete local $ENV{BANK_PG_PARAMS};
 delete local $ENV{$_} for qw(BANK_PUSH_FCM_PROJECT BANK_PUSH_FCM_URL BANK_PUSH_FCM_CREDENTIALS);
-END { system("'$top/scripts/devserver' stop >/dev/null 2>&1") if $run && -e "$run/httpd.pid" }
+# BANK_RUN_DIR given again: the file's local values are gone by the time END runs
+END { system("BANK_RUN_DIR='$run' '$top/scripts/devserver' stop >/dev/null 2>&1") if $run && -e "$run/httpd.pid" }
 
 my $out = `'$top/scripts/devserver' start 2>&1`;
 is($?, 0, 'dev server without push: started') or diag($out);

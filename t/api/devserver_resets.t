@@ -26,7 +26,8 @@ local $ENV{BANK_SERVER_NICE} = -5;
 delete local $ENV{BANK_PG_PARAMS};
 my $out = `'$top/scripts/devserver' start 2>&1`;
 is($?, 0, 'dev server started') or diag($out);
-END { system("'$top/scripts/devserver' stop >/dev/null 2>&1") if $run && -e "$run/httpd.pid" }
+# BANK_RUN_DIR given again: the file's local values are gone by the time END runs
+END { system("BANK_RUN_DIR='$run' '$top/scripts/devserver' stop >/dev/null 2>&1") if $run && -e "$run/httpd.pid" }
 my ($token) = $out =~ /^  TOKEN=(oat_\S+)$/m;
 ok($token, 'a token is printed');
 
