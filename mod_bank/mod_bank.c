@@ -7,6 +7,9 @@
 #include <malloc.h>
 #endif
 #include <unistd.h>
+#ifdef __linux__
+#include <sys/prctl.h>
+#endif
 #include <apr_env.h>
 #include <httpd.h>
 #include <http_config.h>
@@ -244,6 +247,42 @@ static void bank_child_malloc(apr_pool_t *p, server_rec *s)
     (void)p;
 }
 
+/* Linux 6.16 and later give each process a private futex hash of its own, sized by the CPUs
+ * (16 slots on 2), not by the threads: the MPM's idle threads all wait on one futex, so with
+ * thousands of them every wake-up whose futex shares that slot walks past each (perf:
+ * futex_wake, a quarter of the CPU in the webhook's commits). Set before the MPM starts its
+ * threads: a slot for every 4 threads (docs/deployment.md, "Holding connections"). Older
+ * kernels (one hash for the whole machine) refuse the call; nothing changes there. */
+#ifndef PR_FUTEX_HASH
+#define PR_FUTEX_HASH 78
+#define PR_FUTEX_HASH_SET_SLOTS 1
+#define PR_FUTEX_HASH_GET_SLOTS 2
+#endif
+static void bank_child_futex(apr_pool_t *p, server_rec *s)
+{
+#ifdef __linux__
+    int threads = 0;
+    unsigned long slots = 16;
+
+    (void)p;
+    if (ap_mpm_query(AP_MPMQ_MAX_THREADS, &threads) != APR_SUCCESS || threads < 64) {
+        return;
+    }
+    while (slots < (unsigned long)threads / 4 && slots < 65536) {
+        slots <<= 1;
+    }
+    if (prctl(PR_FUTEX_HASH, PR_FUTEX_HASH_SET_SLOTS, slots, 0, 0) == 0) {
+        ap_log_error(APLOG_MARK, APLOG_DEBUG, 0, s,
+                     BANKLOGNO(2304) "futex hash of process %" APR_PID_T_FMT ": %d slots for "
+                                     "%d threads",
+                     getpid(), prctl(PR_FUTEX_HASH, PR_FUTEX_HASH_GET_SLOTS, 0, 0, 0), threads);
+    }
+#else
+    (void)p;
+    (void)s;
+#endif
+}
+
 static void bank_child_init(apr_pool_t *p, server_rec *s)
 {
     bank_banks_child_init(p, s);
@@ -270,6 +309,7 @@ static void bank_register_hooks(apr_pool_t *p)
     ap_hook_post_config(bank_post_config, NULL, before_dbd, APR_HOOK_MIDDLE);
     ap_hook_child_init(bank_child_malloc, NULL, NULL, APR_HOOK_REALLY_FIRST);
     ap_hook_child_init(bank_child_home, NULL, NULL, APR_HOOK_REALLY_FIRST);
+    ap_hook_child_init(bank_child_futex, NULL, NULL, APR_HOOK_REALLY_FIRST);
     ap_hook_check_config(bank_check_config, NULL, NULL, APR_HOOK_MIDDLE);
     ap_hook_child_init(bank_child_init, NULL, NULL, APR_HOOK_MIDDLE);
     ap_hook_translate_name(bank_translate_name, NULL, NULL, APR_HOOK_LAST);
