@@ -72,6 +72,11 @@ $(BUILD)/bench/%: t/bench/%.c $(CORE_SRC) $(HEADERS)
 	@echo "CC bench/$*"; $(CC) -O2 -g $(WARN) -Iinclude $(APR_INC) -o $@ $< $(CORE_SRC) \
 	    -lapr-1 -laprutil-1 $(LIBS)
 
+# The connection flood and its probes (t/flood/flood.c): scripts/bench flood and t/api/flood.t.
+$(BUILD)/flood: t/flood/flood.c
+	@mkdir -p $(BUILD)
+	@echo "CC flood"; $(CC) -O2 -g $(WARN) -o $@ $< -lssl -lcrypto
+
 # C unit tests of the pure code, under AddressSanitizer and UBSan.
 unit: $(UNIT_BIN)
 	@./scripts/run-unit $(UNIT_BIN)
@@ -93,7 +98,7 @@ fuzz: $(FUZZ_BIN)
 itest: build $(BUILD)/unit/test_db_pg $(BUILD)/unit/test_onboard $(BUILD)/unit/test_sign_in \
 	    $(BUILD)/unit/test_notice_store $(BUILD)/unit/test_group_commit $(BUILD)/unit/test_token_cache \
 	    $(BUILD)/unit/test_push_store $(BUILD)/unit/test_token_feed $(BUILD)/unit/test_token_uses \
-	    $(BUILD)/unit/test_privileges
+	    $(BUILD)/unit/test_privileges $(BUILD)/flood
 	@DB=$(DB) APACHE_TEST_HTTPD=$(HTTPD) ./scripts/run-tests
 
 test: deps build unit itest
@@ -145,15 +150,15 @@ deb: build $(BUILD)/deb/bankctl
 
 format:
 	clang-format -i mod_bank/*.c mod_bank/*.h mod_bank/bankctl/*.[ch] include/*.h t/unit/*.c t/unit/*.h t/fuzz/*.c \
-	    t/fuzz/*.h t/bench/*.c
+	    t/fuzz/*.h t/bench/*.c t/flood/*.c
 
 # cppcheck, clang-format and shellcheck (every script, warnings and notes alike).
 lint:
 	cppcheck --quiet --error-exitcode=1 --enable=warning,performance,portability \
 	    --inline-suppr --suppress=missingIncludeSystem -Iinclude -It/fuzz -DLINUX -D_REENTRANT \
-	    -D_GNU_SOURCE mod_bank/ t/fuzz/
+	    -D_GNU_SOURCE mod_bank/ t/fuzz/ t/flood/
 	clang-format --dry-run --Werror mod_bank/*.c mod_bank/*.h mod_bank/bankctl/*.[ch] include/*.h t/unit/*.c \
-	    t/unit/*.h t/fuzz/*.c t/fuzz/*.h t/bench/*.c
+	    t/unit/*.h t/fuzz/*.c t/fuzz/*.h t/bench/*.c t/flood/*.c
 	shellcheck scripts/* .ci/run packaging/deb/maint/*
 	./scripts/check-tags
 	./scripts/check-layers
