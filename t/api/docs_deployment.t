@@ -13,6 +13,8 @@ use File::Temp qw(tempdir);
 use Bank::Test;
 use Bank::Docs qw(doc_block substitute free_port run_user spew slurp exercise bad_log_lines
   production_paths);
+use Bank::Hold qw(probe_files check_hold);
+use LWP::UserAgent ();
 
 plan skip_all => 'needs mod_ssl (Debian apache2)'
   unless -e '/usr/lib/apache2/modules/mod_ssl.so';
@@ -129,6 +131,30 @@ exercise($h->base, "$what after a graceful restart", %keys);
 sleep 1;
 is(join("\n", bad_log_lines($h->log_since($mark))), '',
     "$what: nothing at warn or worse after a graceful restart");
+
+# "Holding connections": each attack over TLS (flood_size(): 3,000 connections for 15 s here,
+# 10,000 for 60 s under scripts/bench flood) while a customer, the partner and a load
+# balancer are answered; every notice acknowledged meanwhile is stored.
+SKIP: {
+    skip 'build/flood is not built (make build/flood)', 1 unless -x 'build/flood';
+    my $ua = LWP::UserAgent->new(keep_alive => 0, timeout => 30,
+        ssl_opts => { verify_hostname => 0, SSL_verify_mode => 0 });
+    my $c   = new_customer();
+    my $res = json_request(POST => $h->base . '/auth/sign_in', ua => $ua,
+        body => { email => $c->{email}, password => $c->{password}, deviceToken => 'flood-' . unique() },
+        headers => { Authorization => "Bearer $client_key" });
+    my $token = ((decode_body($res) || {})->{body} || {})->{token}{token} // '';
+    like($token, qr/^oat_/, "$what: a token for the probes");
+    my @probes = probe_files($dir, token => $token, webhook_secret => $secret,
+        hmac_key => $hmac_key, hmac_header => $sig_header);
+    my (undef, $uniques) = check_hold(label => $what, connect => "127.0.0.1:$port", tls => 1,
+        sni => $name, probes => \@probes, pidfile => "$dir/run/apache2.pid");
+    my $sql = 'SELECT count(*) FROM payment_notices WHERE transaction_reference IN ('
+      . join(',', map { "'TRF-probe-$_'" } @$uniques) . ')';
+    my $stored = $pg ? db_value($sql) : `sqlite3 -cmd '.timeout 10000' '$dir/lib/bank.db' "$sql"`;
+    cmp_ok(scalar @$uniques, '>', 0, "$what: notices were acknowledged under the attacks");
+    is($stored + 0, scalar @$uniques, "$what: every notice acknowledged under the attacks is stored");
+}
 $h->stop;
 
 done_testing();

@@ -15,6 +15,7 @@ use File::Temp qw(tempdir);
 use LWP::UserAgent ();
 use Bank::Test qw(decode_body slurp spew runs_processes mpm_block);
 use Bank::Docs qw(doc_block);
+use Bank::Hold qw(probe_files check_hold);
 
 my $pkg = 'libapache2-mod-bank';
 plan skip_all => 'installs a package on the real apache2: root only' unless $> == 0;
@@ -112,6 +113,36 @@ sub links_to_bank {
     return grep { readlink($_) =~ m{/bank\.(load|conf)$} } glob '/etc/apache2/*-enabled/*';
 }
 
+# "Holding connections" (docs/deployment.md): each attack of flood_size() against the site as
+# Debian's apache2 runs it, while a customer (a token from the packaged bankctl), the partner
+# and /health are answered; every notice acknowledged meanwhile is stored.
+my $flood_token;
+sub holds {
+    my ($what) = @_;
+    SKIP: {
+        skip 'build/flood is not built (make build/flood)', 1 unless -x 'build/flood';
+        my $ctl = "env -u BANK_CHECKOUT -u BANK_SQL_DIR runuser -u www-data -- /usr/bin/bankctl "
+          . "--db sqlite:$dbdir/bank.db --keys $keydir/identity-keys.conf";
+        if (!$flood_token) {
+            my $t = `$ctl customer add --email flood\@example.com --password flood-password --first Flood --last Probe --phone +2348000000001 2>&1`;
+            is($?, 0, "$what: a customer for the probes") or diag($t);
+            $flood_token = `$ctl token issue --email flood\@example.com 2>&1` =~ s/\s+$//r;
+        }
+        like($flood_token, qr/^oat_/, "$what: a token for the probes");
+        my ($secret) = slurp('/etc/apache2/sites-available/bank.conf')
+          =~ m{<Location /webhook/partner>\s+BankWebhookSecret (\S+)};
+        my $dir = tempdir('/tmp/mod_bank-deb-flood.XXXXXX', CLEANUP => 1);
+        my @probes = probe_files($dir, token => $flood_token, webhook_secret => $secret);
+        my (undef, $uniques) = check_hold(label => $what, connect => '127.0.0.1:80',
+            sni => 'bank.example.org', probes => \@probes, pidfile => $pidfile);
+        my $sql = 'SELECT count(*) FROM payment_notices WHERE transaction_reference IN ('
+          . join(',', map { "'TRF-probe-$_'" } @$uniques) . ')';
+        cmp_ok(scalar @$uniques, '>', 0, "$what: notices were acknowledged under the attacks");
+        is(`sqlite3 -cmd '.timeout 10000' '$dbdir/bank.db' "$sql"` + 0, scalar @$uniques,
+            "$what: every notice acknowledged under the attacks is stored");
+    }
+}
+
 # --- install: nothing enabled --------------------------------------------------------------------
 my ($rc, $text) = dpkg('-i', $deb);
 is($rc, 0, "dpkg -i $deb") or diag($text);
@@ -157,6 +188,7 @@ like($res->content, qr/"status":"ok"/, 'enabled: status ok');
 is(get('/auth/sign_in')->code, 405, 'enabled: /auth/sign_in is mod_bank\'s (405 for GET)');
 like(slurp('/var/log/apache2/error.log'), qr/BANK1501: mod_bank \S+ configured, database driver: sqlite3/,
     'enabled: the start-up notice in Debian\'s error log');
+holds('the site under the event MPM');
 
 # --- the worker MPM, as docs/deployment.md switches the site to it, and back ------------------------
 my $switch = doc_block('docs/deployment.md', 'deployment-site-worker');
@@ -175,6 +207,7 @@ runs_processes(\&apache_running, $set{StartServers}, $set{ThreadsPerChild},
 like(slurp("/proc/" . apache_running() . "/maps"), qr{/mod_mpm_worker\.so$}m, 'worker: the worker MPM runs');
 $res = get('/health');
 is($res->code, 200, 'worker: GET /health answers 200') or diag($res->as_string);
+holds('the site under the worker MPM');
 my ($back) = slurp('docs/deployment.md') =~ /^`(a2dismod mpm_worker && a2enmod mpm_event) && systemctl restart apache2` goes back\.$/m;
 ok($back, 'docs/deployment.md says how to go back to the event MPM')
   or BAIL_OUT('no way back to the event MPM in docs/deployment.md');
