@@ -4,6 +4,7 @@
  * token row (SQLite, and PostgreSQL with BANK_TEST_PG_PARAMS) kept, then revoked. */
 #include "unit.h"
 
+#include <apr_atomic.h>
 #include <apr_strings.h>
 #include <apr_thread_proc.h>
 #include "bank_token_cache.h"
@@ -158,6 +159,7 @@ typedef struct {
     int n;
     int torn; /* a hit whose row was not its token's */
     int hits;
+    volatile apr_uint32_t *go;
 } worker_t;
 
 static void *APR_THREAD_FUNC worker(apr_thread_t *t, void *data)
@@ -167,6 +169,9 @@ static void *APR_THREAD_FUNC worker(apr_thread_t *t, void *data)
     int i;
 
     apr_pool_create(&p, NULL);
+    while (!apr_atomic_read32(w->go)) { /* all start together, so that the rounds overlap */
+        apr_thread_yield();
+    }
     for (i = 0; i < ROUNDS; i++) {
         const char *id = apr_itoa(p, (i * 7 + w->n) % 50);
         bank_token_row_t row = row_of(apr_pstrcat(p, "cust-", id, (char *)NULL)), got;
@@ -177,6 +182,12 @@ static void *APR_THREAD_FUNC worker(apr_thread_t *t, void *data)
             w->torn += strcmp(got.customer_id, row.customer_id) != 0;
         }
         bank_token_cache_put(w->c, &scope_a, id, &row, apr_time_now(), epoch);
+        /* read back at once: a hit unless another thread's invalidation or drop came between,
+         * so hits never depend on how the scheduler interleaves the threads */
+        if (bank_token_cache_get(w->c, p, &scope_a, id, apr_time_from_sec(60), &got)) {
+            w->hits++;
+            w->torn += strcmp(got.customer_id, row.customer_id) != 0;
+        }
         if (i % 97 == w->n) {
             bank_token_cache_invalidate(w->c, id);
         }
@@ -198,6 +209,7 @@ static void test_threads(apr_pool_t *p)
     bank_token_cache_t *c = cache(p, 40, 60); /* fewer slots than ids: drops under way too */
     apr_thread_t *t[THREADS];
     worker_t w[THREADS];
+    volatile apr_uint32_t go = 0;
     int i, hits = 0, torn = 0;
 
     if (!c) {
@@ -207,8 +219,10 @@ static void test_threads(apr_pool_t *p)
         w[i].c = c;
         w[i].n = i;
         w[i].torn = w[i].hits = 0;
+        w[i].go = &go;
         CHECK(apr_thread_create(&t[i], NULL, worker, &w[i], p) == APR_SUCCESS);
     }
+    apr_atomic_set32(&go, 1);
     for (i = 0; i < THREADS; i++) {
         apr_status_t rv;
         apr_thread_join(&rv, t[i]);
