@@ -4,22 +4,19 @@
 use strict;
 use warnings FATAL => 'all';
 use Apache::Test qw(-withtestmore);
-use File::Temp qw(tempdir);
-use Cwd qw(getcwd);
-use Bank::Test qw(:DEFAULT free_port slurp);
+use Bank::Test qw(:DEFAULT slurp);
+use Bank::DevServer;
 
-my $top  = getcwd();    # run-tests runs the suite from the checkout
-my $dir  = tempdir(CLEANUP => 1, DIR => $ENV{BANK_TEST_ROOT} || '/tmp');
-my $run  = "$dir/run";
-my $port = free_port();
-local $ENV{PORT}         = $port;
-local $ENV{BANK_RUN_DIR} = $run;
-local $ENV{BANK_DB}      = 'sqlite3';
-delete local $ENV{BANK_PG_PARAMS};
-my $out = `'$top/scripts/devserver' start 2>&1`;
+my $d = dev_server(db => 'sqlite3');
+my ($top, $run, $port) = @$d{qw(top run port)};
+my $out = dev_start();
 is($?, 0, 'dev server started') or diag($out);
-# BANK_RUN_DIR given again: the file's local values are gone by the time END runs
-END { system("BANK_RUN_DIR='$run' '$top/scripts/devserver' stop >/dev/null 2>&1") if $run && -e "$run/httpd.pid" }
+# the demo BVN records are encrypted before they are written: never in plain text in the
+# SQLite file or its WAL (an insert in plain text encrypted afterwards would leave them in
+# freed pages or WAL frames)
+my @plain = grep { length } split /\n/,
+  `grep -lE '22212345678|22298765432|22255555555' '$run'/bank.db* 2>/dev/null`;
+is_deeply(\@plain, [], 'no demo BVN in plain text in the database file or its WAL');
 # On SQLite, DBDMax 8, not ThreadsPerChild (docs/deployment.md: memory per connection).
 like(slurp("$run/httpd.conf"), qr/^DBDMax 8$/m, 'SQLite: DBDMax 8');
 
@@ -70,5 +67,20 @@ for (1 .. 50) {
 like($kept, qr/^bank_sign_ins_total\{outcome="ok"\} 1$/m, 'the count survives a graceful restart');
 Bank::Test::http09_refused("127.0.0.1:$port", 'the dev server');
 
-system("'$top/scripts/devserver' stop >/dev/null 2>&1");
+# httpd killed (SIGKILL): its pid answers kill -0 until it is reaped and its children go on
+# holding the port; make start stops what is left and starts
+my $pid = slurp("$run/httpd.pid");
+chomp $pid;
+kill 'KILL', $pid;
+$out = dev_start();
+is($?, 0, 'make start right after httpd was killed: started') or diag($out);
+like($out, qr/Stopping what is left of a dev server that was killed/, '... after stopping its children');
+my $again = slurp("$run/httpd.pid");
+chomp $again;
+isnt($again, $pid, '... a new httpd');
+my ($fresh) = $out =~ /^  TOKEN=(oat_\S+)$/m;
+like(`curl -s http://127.0.0.1:$port/misc/payment_banks -H "Authorization: Bearer @{[ $fresh // '' ]}"`,
+    qr/^\{"body":\{"banks":\[/, '... which answers');
+
+dev_stop();
 done_testing();

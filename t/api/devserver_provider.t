@@ -5,38 +5,27 @@
 use strict;
 use warnings FATAL => 'all';
 use Apache::Test qw(-withtestmore);
-use File::Temp qw(tempdir);
-use Cwd qw(getcwd);
-use Bank::Test qw(:DEFAULT free_port slurp);
+use Bank::Test qw(:DEFAULT slurp);
+use Bank::DevServer;
 
-my $top  = getcwd();    # run-tests runs the suite from the checkout
-my $dir  = tempdir(CLEANUP => 1, DIR => $ENV{BANK_TEST_ROOT} || '/tmp');
-my $run  = "$dir/run";
-my $port = free_port();
+my $d = dev_server(db => 'sqlite3', env => { BANK_BVN_PROVIDER => 'bogus' });
+my ($top, $run, $port) = @$d{qw(top run port)};
 my $fake = 'http://127.0.0.1:' . Apache::Test::vars('port') . '/fake/ok';
 
-local $ENV{PORT}                     = $port;
-local $ENV{BANK_RUN_DIR}             = $run;
-local $ENV{BANK_DB}                  = 'sqlite3';
-local $ENV{BANK_BVN_PROVIDER}        = 'bogus';
-delete local $ENV{BANK_PG_PARAMS};
-
-my $out = `'$top/scripts/devserver' start 2>&1`;
+my $out = dev_start();
 isnt($?, 0, 'an unknown BANK_BVN_PROVIDER stops the start');
 like($out, qr/BANK_BVN_PROVIDER=bogus is not supported \(table, dojah or prembly\)/, 'and says why');
 
 $ENV{BANK_BVN_PROVIDER} = 'prembly';
-$out = `'$top/scripts/devserver' start 2>&1`;
+$out = dev_start();
 isnt($?, 0, 'a provider without credentials stops the start');
 like($out, qr/needs BANK_BVN_PROVIDER_APP_ID and BANK_BVN_PROVIDER_KEY/, 'and says why');
 
 local $ENV{BANK_BVN_PROVIDER_URL}    = $fake;
 local $ENV{BANK_BVN_PROVIDER_APP_ID} = 'test-app-id';
 local $ENV{BANK_BVN_PROVIDER_KEY}    = 'test-idp-secret-1';
-$out = `'$top/scripts/devserver' start 2>&1`;
+$out = dev_start();
 my $started = is($?, 0, 'dev server with prembly: started') or diag($out);
-# BANK_RUN_DIR given again: the file's local values are gone by the time END runs
-END { system("BANK_RUN_DIR='$run' '$top/scripts/devserver' stop >/dev/null 2>&1") if $run && -e "$run/httpd.pid" }
 
 if ($started) {
     my $conf = slurp("$run/httpd.conf");
@@ -61,7 +50,7 @@ if ($started) {
     is((decode_body($res) || {})->{message}, 'BVN verified successfully', 'first success');
     like(`$ctl bvn show --bvn $bvn`, qr/"source":"prembly"/,
         'the match is kept with its source (bankctl decrypts the record)');
-    system("'$top/scripts/devserver' stop >/dev/null 2>&1");
+    dev_stop();
 }
 
 done_testing();

@@ -6,41 +6,30 @@
 use strict;
 use warnings FATAL => 'all';
 use Apache::Test qw(-withtestmore);
-use File::Temp qw(tempdir);
-use Cwd qw(getcwd);
-use Bank::Test qw(:DEFAULT free_port slurp);
+use Bank::Test qw(:DEFAULT slurp);
 use Bank::Push;
+use Bank::DevServer;
 
-my $top  = getcwd();    # run-tests runs the suite from the checkout
-my $dir  = tempdir(CLEANUP => 1, DIR => $ENV{BANK_TEST_ROOT} || '/tmp');
-my $run  = "$dir/run";
-my $port = free_port();
-my $url  = "http://127.0.0.1:$port";
+my $d = dev_server(db => 'sqlite3',
+    env => { map { $_ => undef } qw(BANK_PUSH_FCM_PROJECT BANK_PUSH_FCM_URL BANK_PUSH_FCM_CREDENTIALS) });
+my ($top, $run, $port, $url) = @$d{qw(top run port url)};
 
-local $ENV{PORT}         = $port;
-local $ENV{BANK_RUN_DIR} = $run;
-local $ENV{BANK_DB}      = 'sqlite3';
-delete local $ENV{BANK_PG_PARAMS};
-delete local $ENV{$_} for qw(BANK_PUSH_FCM_PROJECT BANK_PUSH_FCM_URL BANK_PUSH_FCM_CREDENTIALS);
-# BANK_RUN_DIR given again: the file's local values are gone by the time END runs
-END { system("BANK_RUN_DIR='$run' '$top/scripts/devserver' stop >/dev/null 2>&1") if $run && -e "$run/httpd.pid" }
-
-my $out = `'$top/scripts/devserver' start 2>&1`;
+my $out = dev_start();
 is($?, 0, 'dev server without push: started') or diag($out);
 like($out, qr/^Push notifications: off \(BANK_PUSH_FCM_PROJECT and BANK_PUSH_FCM_CREDENTIALS/m,
     'the banner says push is off');
 unlike(slurp("$run/httpd.conf"), qr/^BankPush/m, 'no BankPush in its httpd.conf');
-system("'$top/scripts/devserver' stop >/dev/null 2>&1");
+dev_stop();
 
 my $fake = fake_start();
 local $ENV{BANK_PUSH_FCM_PROJECT} = $PROJECT;
-$out = `'$top/scripts/devserver' start 2>&1`;
+$out = dev_start();
 isnt($?, 0, 'a project without credentials stops the start');
 like($out, qr/BANK_PUSH_FCM_PROJECT needs BANK_PUSH_FCM_CREDENTIALS/, 'and says why');
 
 local $ENV{BANK_PUSH_FCM_URL}         = $fake->{url};
 local $ENV{BANK_PUSH_FCM_CREDENTIALS} = $fake->{credentials};
-$out = `'$top/scripts/devserver' start 2>&1`;
+$out = dev_start();
 my $started = is($?, 0, 'dev server with push: started') or diag($out);
 like($out, qr/^Push notifications: on, FCM project \Q$PROJECT\E at \Q$fake->{url}\E/m,
     'the banner says push is on, and where');
@@ -74,6 +63,6 @@ SKIP: {
         'one message per device');
     is(scalar(map { fake_calls($fake, $_) } @devices), 2, 'the repeated notice sent nothing more');
 }
-system("'$top/scripts/devserver' stop >/dev/null 2>&1");
+dev_stop();
 fake_stop($fake);
 done_testing();

@@ -9,25 +9,16 @@
 use strict;
 use warnings FATAL => 'all';
 use Apache::Test qw(-withtestmore);
-use File::Temp qw(tempdir);
-use Cwd qw(getcwd);
-use Bank::Test qw(:DEFAULT free_port slurp unweighable);
+use Bank::Test qw(:DEFAULT slurp unweighable);
+use Bank::DevServer;
 
 plan skip_all => 'wrk is not installed (make deps)' unless grep { -x "$_/wrk" } split /:/, $ENV{PATH};
 
-my $top  = getcwd();
-my $dir  = tempdir(CLEANUP => 1, DIR => $ENV{BANK_TEST_ROOT} || '/tmp');
-my $run  = "$dir/run";
-my $port = free_port();
-local $ENV{PORT}         = $port;
-local $ENV{BANK_RUN_DIR} = $run;
-local $ENV{BANK_DB}      = 'sqlite3';    # the MPM is the same on both drivers
-local $ENV{BANK_SERVER_NICE} = -5;
-delete local $ENV{BANK_PG_PARAMS};
-my $out = `'$top/scripts/devserver' start 2>&1`;
+# the MPM is the same on both drivers
+my $d = dev_server(db => 'sqlite3', env => { BANK_SERVER_NICE => -5 });
+my ($top, $dir, $run, $port) = @$d{qw(top dir run port)};
+my $out = dev_start();
 is($?, 0, 'dev server started') or diag($out);
-# BANK_RUN_DIR given again: the file's local values are gone by the time END runs
-END { system("BANK_RUN_DIR='$run' '$top/scripts/devserver' stop >/dev/null 2>&1") if $run && -e "$run/httpd.pid" }
 my ($token) = $out =~ /^  TOKEN=(oat_\S+)$/m;
 ok($token, 'a token is printed');
 
@@ -60,7 +51,7 @@ SKIP: {
 }
 {
     local $ENV{BANK_SERVER_NICE} = 'high';
-    my $bad = `'$top/scripts/devserver' start 2>&1`;
+    my $bad = dev_start();
     isnt($?, 0, 'BANK_SERVER_NICE that is not a nice value: no start');
     like($bad, qr/BANK_SERVER_NICE=high is not a nice value \(-20 to 19\)/, '... and why');
 }
@@ -114,5 +105,5 @@ for my $c (64, 256) {
 @children = split ' ', `ps -o pid= --ppid $ppid`;
 is(scalar @children, $mpm{StartServers}, 'the same number of processes after the runs');
 
-system("'$top/scripts/devserver' stop >/dev/null 2>&1");
+dev_stop();
 done_testing();

@@ -11,28 +11,18 @@
 use strict;
 use warnings FATAL => 'all';
 use Apache::Test qw(-withtestmore);
-use File::Temp qw(tempdir);
-use Cwd qw(getcwd);
-use Bank::Test qw(:DEFAULT free_port slurp);
+use Bank::Test qw(:DEFAULT slurp);
 use Bank::Hold qw(probe_files check_hold flood_size);
+use Bank::DevServer;
 
-my $top = getcwd();
+my $db = $ENV{BANK_DBDRIVER} eq 'pgsql' ? 'pgsql' : 'sqlite3';
+my $d  = dev_server(db => $db);    # PostgreSQL: a throwaway cluster of its own
+my ($top, $dir, $run, $port) = @$d{qw(top dir run port)};
 plan skip_all => 'build/flood is not built (make build/flood)' unless -x "$top/build/flood";
 my ($conns) = flood_size();
 
-my $db   = $ENV{BANK_DBDRIVER} eq 'pgsql' ? 'pgsql' : 'sqlite3';
-my $dir  = tempdir(CLEANUP => 1, DIR => $ENV{BANK_TEST_ROOT} || '/tmp');
-chmod 0755, $dir;
-my $run  = "$dir/run";
-my $port = free_port();
-local $ENV{PORT}         = $port;
-local $ENV{BANK_RUN_DIR} = $run;
-local $ENV{BANK_DB}      = $db;    # PostgreSQL: a throwaway cluster of its own
-delete local $ENV{BANK_PG_PARAMS};
-my $out = `'$top/scripts/devserver' start 2>&1`;
+my $out = dev_start();
 is($?, 0, "dev server started ($db)") or diag($out);
-# BANK_RUN_DIR given again: the file's local values are gone by the time END runs
-END { system("BANK_RUN_DIR='$run' '$top/scripts/devserver' stop >/dev/null 2>&1") if $run && -e "$run/httpd.pid" }
 my ($token) = $out =~ /^  TOKEN=(oat_\S+)$/m;
 ok($token, 'a token is printed');
 my $conf = slurp("$run/httpd.conf");
