@@ -16,6 +16,9 @@
 #define BANK_TOKEN_TTL_MIN 60
 #define BANK_TOKEN_TTL_MAX 31536000 /* one year */
 #define BANK_TOKEN_TTL_DEFAULT 86400
+/* BankMaxDevices: the devices kept per customer (default, most) */
+#define BANK_MAX_DEVICES_DEFAULT 10
+#define BANK_MAX_DEVICES_MAX 1000
 /* BankTokenCacheSeconds: how long a verified token is kept by a process (default, most) */
 #define BANK_TOKEN_CACHE_DEFAULT 5
 #define BANK_TOKEN_CACHE_MAX 60

@@ -41,7 +41,10 @@ typedef struct {
     apr_int64_t window; /* seconds */
     int addr_attempts;  /* failures of the IP, any e-mail (BankSignInAddressThrottle) */
     apr_int64_t addr_window;
+    int account_attempts; /* failures of the e-mail, any IP (BankSignInAccountThrottle) */
+    apr_int64_t account_window;
     apr_int64_t lifetime; /* of the token, seconds (BankTokenLifetime) */
+    int max_devices;      /* the customer's devices kept (BankMaxDevices); 0: no bound */
     apr_time_t now;
     bank_metrics_t *metrics;    /* password verifications are counted there; NULL: not counted */
     bank_sign_in_runner_fn run; /* NULL: verify on the calling thread */
@@ -63,6 +66,8 @@ typedef enum {
                                counted by requests at the same moment): nothing issued */
     BANK_SIGN_IN_ADDRESS,   /* the client IP's budget is spent (right or wrong, not verified
                                or nothing issued); `address` says more */
+    BANK_SIGN_IN_ACCOUNT,   /* the e-mail's budget across every address is spent (the same);
+                               `account` says more */
     BANK_SIGN_IN_BUSY       /* no room to verify a password now (run refused): nothing
                                verified, nothing counted */
 } bank_sign_in_verdict;
@@ -71,12 +76,14 @@ typedef struct {
     bank_sign_in_verdict verdict;
     const char *why;          /* REFUSED, OVER: "unknown e-mail" or "wrong password" */
     apr_int64_t failures;     /* the count that decided it */
-    int remaining;            /* REFUSED: failures left in the window, the smaller of the
-                                 e-mail's and the address's */
-    int limit;                /* THROTTLED, OVER, FLOODED, ADDRESS: the limit reached;
+    int remaining;            /* REFUSED: failures left in the window, the smallest of the
+                                 e-mail and IP's, the address's and the account's */
+    int limit;                /* THROTTLED, OVER, FLOODED, ADDRESS, ACCOUNT: the limit reached;
                                  REFUSED: the limit of the budget `remaining` is of */
-    apr_int64_t retry_after;  /* THROTTLED, OVER, FLOODED, ADDRESS: seconds, 1 to the window */
-    bank_count_t address;     /* ADDRESS: the IP's counter */
+    apr_int64_t retry_after;  /* THROTTLED, OVER, FLOODED, ADDRESS, ACCOUNT: seconds, 1 to the
+                                 window */
+    bank_count_t address;     /* ADDRESS: the IP's counter (an IPv6 address's /64) */
+    bank_count_t account;     /* ACCOUNT: the e-mail's counter, every address together */
     bank_customer_t customer; /* OK */
     const char *token;        /* OK: the plaintext token, its id and expiry */
     const char *token_id;

@@ -17,8 +17,9 @@
 
 typedef struct {
     bank_counts_table table;
-    const char *scope;   /* SHARED: "bvn", "address"; SIGN_IN: the folded e-mail */
-    const char *subject; /* SHARED: customer id, client IP; SIGN_IN: the client IP */
+    const char *scope;   /* SHARED: "bvn", "address", "account"; SIGN_IN: the folded e-mail */
+    const char *subject; /* SHARED: customer id, client address (bank_throttle_address), folded
+                            e-mail; SIGN_IN: the client address */
     int attempts;
     apr_int64_t window; /* seconds */
     apr_time_t now;
@@ -50,6 +51,11 @@ bank_db_rc bank_counter_prune(bank_db_t *db, const bank_counter_t *c);
  * it outside one); when the limit was reached meanwhile (failures at the same moment) the
  * delete is rolled back and the answer is over: the success must not be revealed. */
 bank_db_rc bank_counter_clear(bank_db_t *db, const bank_counter_t *c, bank_count_t *out);
+
+/* The client address a budget counts: an IPv4 address as it is (also one written as an
+ * IPv4-mapped IPv6 address), an IPv6 address by its /64 ("2001:db8:1:2::/64": one subscriber's
+ * network, whose 2^64 addresses one client may rotate through); anything else as it is. */
+const char *bank_throttle_address(apr_pool_t *p, const char *ip);
 
 /* What is left of a window that started at window_start (as the database gives it) at
  * `now`: whole seconds rounded up, from 1 to the window (the window may have been started

@@ -18,10 +18,13 @@ typedef enum { BANK_HMAC_NONE = 0, BANK_HMAC_SHA256, BANK_HMAC_SHA512 } bank_hma
 typedef struct {
     apr_array_header_t *client_keys;     /* BankClientKey: const char * */
     apr_int64_t token_lifetime;          /* BankTokenLifetime, seconds */
+    int max_devices;                     /* BankMaxDevices */
     int throttle_attempts;               /* BankSignInThrottle */
     apr_int64_t throttle_window;         /* seconds */
     int addr_attempts;                   /* BankSignInAddressThrottle */
     apr_int64_t addr_window;             /* seconds */
+    int account_attempts;                /* BankSignInAccountThrottle */
+    apr_int64_t account_window;          /* seconds */
     int bvn_attempts;                    /* BankBvnThrottle */
     apr_int64_t bvn_window;              /* seconds */
     apr_int64_t max_body;                /* BankMaxBody, bytes */
@@ -51,9 +54,12 @@ void *bank_merge_dir_conf(apr_pool_t *p, void *base, void *add);
 
 bank_dir_conf *bank_conf(request_rec *r);
 apr_int64_t bank_conf_token_lifetime(const bank_dir_conf *c);
+int bank_conf_max_devices(const bank_dir_conf *c);
 int bank_conf_throttle_attempts(const bank_dir_conf *c);
 apr_int64_t bank_conf_throttle_window(const bank_dir_conf *c);
 int bank_conf_addr_attempts(const bank_dir_conf *c);
+int bank_conf_account_attempts(const bank_dir_conf *c);
+apr_int64_t bank_conf_account_window(const bank_dir_conf *c);
 apr_int64_t bank_conf_addr_window(const bank_dir_conf *c);
 int bank_conf_bvn_attempts(const bank_dir_conf *c);
 apr_int64_t bank_conf_bvn_window(const bank_dir_conf *c);

@@ -17,9 +17,15 @@ typedef struct {
     const bank_sign_in_t *in;
     bank_sign_in_result_t *out;
     const char *now;
-    bank_counter_t email;   /* BankSignInThrottle: this e-mail from this IP */
-    bank_counter_t address; /* BankSignInAddressThrottle: this IP, any e-mail */
-    bank_count_t cleared;   /* what the success cleared of the e-mail's count */
+    bank_counter_t email; /* BankSignInThrottle: this e-mail from this IP */
+    /* The budgets no success clears: BankSignInAddressThrottle (this IP, any e-mail) and
+     * BankSignInAccountThrottle (this e-mail, any IP); each with its verdict and its count in
+     * the result. */
+    bank_counter_t shared[2];
+    bank_sign_in_verdict shared_verdict[2];
+    bank_count_t *shared_out[2];
+    bank_sign_in_verdict late; /* a shared budget found spent inside the token's transaction */
+    bank_count_t cleared;      /* what the success cleared of the e-mail's count */
 } flow_t;
 
 /* A step that failed on the database, logged where it failed; its code returned. */
@@ -186,37 +192,65 @@ static int password_ok(flow_t *f, int known)
     return j.rc == BANK_PW_MATCH;
 }
 
+/* The shared budgets' counts (check: read only; else one failure counted in each): the
+ * verdict of the first one over, with its count; BANK_SIGN_IN_OK when none is. A database
+ * error is returned, for the caller to log. */
+static bank_db_rc shared_budgets(flow_t *f, int check, bank_sign_in_verdict *v)
+{
+    bank_db_rc rc;
+    int k;
+
+    *v = BANK_SIGN_IN_OK;
+    for (k = 0; k < 2; k++) {
+        rc = check ? bank_counter_check(f->db, &f->shared[k], f->shared_out[k])
+                   : bank_counter_fail(f->db, &f->shared[k], f->shared_out[k]);
+        if (rc != BANK_DB_OK) {
+            return rc;
+        }
+    }
+    for (k = 0; k < 2 && *v == BANK_SIGN_IN_OK; k++) {
+        if (f->shared_out[k]->over) {
+            *v = f->shared_verdict[k];
+            over(f, *v, &f->shared[k], f->shared_out[k]);
+        }
+    }
+    return BANK_DB_OK;
+}
+
 /* Counts the failure (one atomic upsert, shared by every process): REFUSED if it is one of
  * the window's attempts, OVER beyond. Requests that passed the first check at the same
  * moment are verified, but at most `attempts` answers per window say "wrong". The same for
- * the IP's own count, whatever the e-mail. Each count prunes rows long expired. */
+ * the IP's own count, whatever the e-mail, and the e-mail's, whatever the IP. Each count
+ * prunes rows long expired. */
 static bank_db_rc refuse(flow_t *f)
 {
+    bank_sign_in_verdict v;
     bank_count_t n;
     bank_db_rc rc;
+    int k;
 
     if ((rc = bank_counter_fail(f->db, &f->email, &n)) != BANK_DB_OK) {
         return failed(f, rc, "sign-in failure count");
     }
-    if ((rc = bank_counter_fail(f->db, &f->address, &f->out->address)) != BANK_DB_OK) {
+    if ((rc = shared_budgets(f, 0, &v)) != BANK_DB_OK) {
         return failed(f, rc, "throttle count");
     }
-    if (f->out->address.over) {
-        return over(f, BANK_SIGN_IN_ADDRESS, &f->address, &f->out->address);
+    if (v != BANK_SIGN_IN_OK) {
+        return BANK_DB_OK;
     }
     if (n.over) {
         return over(f, BANK_SIGN_IN_OVER, &f->email, &n);
     }
     f->out->verdict = BANK_SIGN_IN_REFUSED;
     f->out->failures = n.failures;
-    /* what the client may still try is the smaller of its two budgets: this e-mail's and
-     * this address's */
-    if (f->out->address.remaining < n.remaining) {
-        f->out->remaining = f->out->address.remaining;
-        f->out->limit = f->address.attempts;
-    } else {
-        f->out->remaining = n.remaining;
-        f->out->limit = f->email.attempts;
+    /* what the client may still try is the smallest of its budgets */
+    f->out->remaining = n.remaining;
+    f->out->limit = f->email.attempts;
+    for (k = 0; k < 2; k++) {
+        if (f->shared_out[k]->remaining < f->out->remaining) {
+            f->out->remaining = f->shared_out[k]->remaining;
+            f->out->limit = f->shared[k].attempts;
+        }
     }
     return BANK_DB_OK;
 }
@@ -224,49 +258,67 @@ static bank_db_rc refuse(flow_t *f)
 /* Inside the transaction: token, device, cleared throttle. The failures the clear removes
  * are read at the end, before the commit: if the limit was reached while this password was
  * verified, nothing is issued (rolled back), so a right password hidden in a flood of wrong
- * ones is not revealed. The same for the IP's own count, which a success does not clear (a
- * sprayer's own account must not refill the budget). */
+ * ones is not revealed. The same for the shared budgets, which a success does not clear (a
+ * sprayer's own account must not refill the address's budget, nor the account's owner the
+ * budget of everyone guessing at it). */
 static bank_db_rc issue(bank_db_t *db, void *baton)
 {
     flow_t *f = baton;
+    const char *token_id = NULL, *secret;
     bank_db_rc rc;
 
     if ((rc = bank_token_issue(db, f->pool, f->out->customer.id, f->in->lifetime,
                                BANK_SIGN_IN_ABILITIES, &f->out->token, &f->out->expires)) !=
+        BANK_DB_OK) {
+        return rc;
+    }
+    /* the device is the new session's: signing it out removes the device (C6) */
+    (void)bank_token_decode(f->pool, f->out->token, &token_id, &secret);
+    if ((rc = bank_store_device_upsert(db, f->out->customer.id, f->in->device, token_id, f->now)) !=
             BANK_DB_OK ||
-        (rc = bank_store_device_upsert(db, f->out->customer.id, f->in->device, f->now)) !=
-            BANK_DB_OK ||
+        (f->in->max_devices > 0 &&
+         (rc = bank_store_device_trim(db, f->out->customer.id, f->in->max_devices)) !=
+             BANK_DB_OK) ||
         (rc = bank_counter_take(db, &f->email, &f->cleared)) != BANK_DB_OK) {
         return rc;
     }
     if (f->cleared.over) {
         return BANK_DB_ROLLBACK;
     }
-    if ((rc = bank_counter_check(db, &f->address, &f->out->address)) != BANK_DB_OK) {
+    if ((rc = shared_budgets(f, 1, &f->late)) != BANK_DB_OK) {
         return rc;
     }
-    return f->out->address.over ? BANK_DB_ROLLBACK : BANK_DB_OK;
+    return f->late != BANK_SIGN_IN_OK ? BANK_DB_ROLLBACK : BANK_DB_OK;
 }
 
 static void counters(flow_t *f)
 {
     const bank_sign_in_t *in = f->in;
+    const char *ip = bank_throttle_address(f->pool, in->ip); /* IPv6: its /64 */
     bank_counter_t email = {BANK_COUNTS_SIGN_IN,
                             bank_ascii_lower(f->pool, in->email),
-                            in->ip,
+                            ip,
                             in->attempts,
                             in->window,
                             in->now};
-    bank_counter_t address = {BANK_COUNTS_SHARED, "address",       in->ip,
+    bank_counter_t address = {BANK_COUNTS_SHARED, "address",       ip,
                               in->addr_attempts,  in->addr_window, in->now};
+    bank_counter_t account = {BANK_COUNTS_SHARED,   "account",          email.scope,
+                              in->account_attempts, in->account_window, in->now};
 
     f->email = email;
-    f->address = address;
+    f->shared[0] = address;
+    f->shared_verdict[0] = BANK_SIGN_IN_ADDRESS;
+    f->shared_out[0] = &f->out->address;
+    f->shared[1] = account;
+    f->shared_verdict[1] = BANK_SIGN_IN_ACCOUNT;
+    f->shared_out[1] = &f->out->account;
 }
 
 bank_db_rc bank_sign_in(bank_db_t *db, const bank_sign_in_t *in, bank_sign_in_result_t *out)
 {
     flow_t f;
+    bank_sign_in_verdict v;
     bank_count_t n;
     const char *secret;
     bank_db_rc rc;
@@ -288,10 +340,8 @@ bank_db_rc bank_sign_in(bank_db_t *db, const bank_sign_in_t *in, bank_sign_in_re
         return rc != BANK_DB_OK ? failed(&f, rc, "sign-in throttle lookup")
                                 : over(&f, BANK_SIGN_IN_THROTTLED, &f.email, &n);
     }
-    if ((rc = bank_counter_check(db, &f.address, &out->address)) != BANK_DB_OK ||
-        out->address.over) {
-        return rc != BANK_DB_OK ? failed(&f, rc, "throttle lookup")
-                                : over(&f, BANK_SIGN_IN_ADDRESS, &f.address, &out->address);
+    if ((rc = shared_budgets(&f, 1, &v)) != BANK_DB_OK || v != BANK_SIGN_IN_OK) {
+        return rc != BANK_DB_OK ? failed(&f, rc, "throttle lookup") : BANK_DB_OK;
     }
     sample_dummy(&f);
     rc = bank_store_customer_by_email(db, in->email, &out->customer);
@@ -316,10 +366,9 @@ bank_db_rc bank_sign_in(bank_db_t *db, const bank_sign_in_t *in, bank_sign_in_re
     if ((rc = bank_db_transaction(db, issue, &f)) != BANK_DB_OK) {
         return failed(&f, rc, "issuing the token");
     }
-    if (f.cleared.over || out->address.over) {
-        out->token = out->expires = NULL;
-        return f.cleared.over ? over(&f, BANK_SIGN_IN_FLOODED, &f.email, &f.cleared)
-                              : over(&f, BANK_SIGN_IN_ADDRESS, &f.address, &out->address);
+    if (f.cleared.over || f.late != BANK_SIGN_IN_OK) {
+        out->token = out->expires = NULL; /* the late budget's verdict is set already */
+        return f.cleared.over ? over(&f, BANK_SIGN_IN_FLOODED, &f.email, &f.cleared) : BANK_DB_OK;
     }
     out->failures = f.cleared.failures;
     (void)bank_counter_prune(db, &f.email); /* best effort: a failure is logged there */

@@ -123,10 +123,19 @@ const bank_stmt_t bank_store_auth_sql[] = {
      " RETURNING CASE WHEN window_start > %pDz THEN failures ELSE 0 END, window_start"},
     {"bank_throttle_prune",
      "DELETE FROM throttle_counts WHERE scope = %s AND window_start < %pDz"},
+    /* The device a customer signed in on, with the session that did (args: customer,
+     * device, token id or NULL, now, now). The schema's devices_take trigger takes the device
+     * from any other customer first (012_device_owner.sql). */
     {"bank_device_upsert",
-     "INSERT INTO devices (customer_id, device_token, created_at, last_seen_at)"
-     " VALUES ({uuid}, %s, %pDz, %pDz) ON CONFLICT (customer_id, device_token)"
-     " DO UPDATE SET last_seen_at = excluded.last_seen_at"},
+     "INSERT INTO devices (customer_id, device_token, token_id, created_at, last_seen_at)"
+     " VALUES ({uuid}, %s, %lld, %pDz, %pDz) ON CONFLICT (customer_id, device_token)"
+     " DO UPDATE SET last_seen_at = excluded.last_seen_at, token_id = excluded.token_id"},
+    /* BankMaxDevices: all but the customer's N devices seen last go (args: customer, customer,
+     * N). */
+    {"bank_device_trim",
+     "DELETE FROM devices WHERE customer_id = {uuid} AND device_token NOT IN"
+     " (SELECT device_token FROM devices WHERE customer_id = {uuid}"
+     " ORDER BY last_seen_at DESC, device_token LIMIT %d)"},
     {NULL, NULL}};
 /* clang-format on */
 
@@ -300,8 +309,14 @@ bank_db_rc bank_store_count_prune(bank_db_t *db, bank_counts_table table, const 
 }
 
 bank_db_rc bank_store_device_upsert(bank_db_t *db, const char *customer_id, const char *device,
-                                    const char *now)
+                                    const char *token_id, const char *now)
 {
-    const char *args[] = {customer_id, device, now, now};
+    const char *args[] = {customer_id, device, token_id, now, now};
     return bank_db_exec(db, "bank_device_upsert", NULL, BANK_NARGS(args), args);
+}
+
+bank_db_rc bank_store_device_trim(bank_db_t *db, const char *customer_id, int keep)
+{
+    const char *args[] = {customer_id, customer_id, apr_itoa(bank_db_pool(db), keep)};
+    return bank_db_exec(db, "bank_device_trim", NULL, BANK_NARGS(args), args);
 }

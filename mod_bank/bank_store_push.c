@@ -28,14 +28,20 @@ static const bank_col_t count_cols[] = {BANK_COL(INT64, count_row, n), BANK_COL_
 /* clang-format off */
 const bank_stmt_t bank_store_push_sql[] = {
     /* Claims up to N due rows under a new lease until its end (args: now, N, lease, lease
-     * end, now). PostgreSQL: rows another sender is claiming are skipped, not waited for,
-     * and the outer WHERE is checked again on the locked row; the rows are picked once, in
-     * the WITH (a subquery in the WHERE is run again for each row of a semi-join, and took
-     * more than N rows); SQLite runs one writer at a time, and finds the rows to update by
-     * their ids (through the due index it would read every due row, a backlog's too). */
+     * end, now). Fair between customers: every customer's oldest due message comes before
+     * anyone's second, so a customer's backlog delays another's message by one round at
+     * most (turn: the row's place among its customer's due rows). PostgreSQL: rows another
+     * sender is claiming are skipped, not waited for, and the outer WHERE is checked again on
+     * the locked row; the rows are picked once, in the WITH (a subquery in the WHERE is run
+     * again for each row of a semi-join, and took more than N rows; a window function and
+     * FOR UPDATE cannot share a query level); SQLite runs one writer at a time, and finds
+     * the rows to update by their ids (through the due index it would read every due row, a
+     * backlog's too). */
     {"bank_push_claim",
-     "WITH due AS (SELECT id FROM push_outbox WHERE state = 'pending' AND next_at <= %pDz"
-     " ORDER BY next_at, id LIMIT %d{skip_locked})"
+     "WITH due AS (SELECT id FROM push_outbox WHERE id IN (SELECT id FROM"
+     " (SELECT id, next_at, row_number() OVER (PARTITION BY customer_id ORDER BY next_at, id)"
+     " AS turn FROM push_outbox WHERE state = 'pending' AND next_at <= %pDz) AS ranked"
+     " ORDER BY turn, next_at, id LIMIT %d){skip_locked})"
      " UPDATE push_outbox SET lease = %s, next_at = %pDz"
      " WHERE id IN (SELECT id FROM due) AND {noindex:state} = 'pending'"
      " AND {noindex:next_at} <= %pDz"},

@@ -1,5 +1,7 @@
 /* Failure counters (bank_throttle.h). */
 #include <string.h>
+#include <arpa/inet.h>
+#include <apr_strings.h>
 #include "bank_log.h"
 #include "bank_store.h"
 #include "bank_throttle.h"
@@ -121,4 +123,23 @@ bank_db_rc bank_counter_clear(bank_db_t *db, const bank_counter_t *c, bank_count
 {
     clear_t x = {c, out};
     return bank_db_transaction(db, clear_txn, &x);
+}
+
+const char *bank_throttle_address(apr_pool_t *p, const char *ip)
+{
+    unsigned char a[16];
+    char text[INET6_ADDRSTRLEN];
+    static const unsigned char mapped[12] = {0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff};
+
+    if (!ip || !strchr(ip, ':') || inet_pton(AF_INET6, ip, a) != 1) {
+        return ip;
+    }
+    if (memcmp(a, mapped, sizeof(mapped)) == 0) {
+        return inet_ntop(AF_INET, a + 12, text, sizeof(text)) ? apr_pstrdup(p, text) : ip;
+    }
+    memset(a + 8, 0, 8);
+    if (!inet_ntop(AF_INET6, a, text, sizeof(text))) {
+        return ip;
+    }
+    return apr_pstrcat(p, text, "/64", (char *)NULL);
 }

@@ -25,10 +25,13 @@ APLOG_USE_MODULE(bank);
 /* The defaults, in one place (docs/configuration.md lists the same values). */
 static const struct {
     apr_int64_t token_lifetime;
+    int max_devices;
     int throttle_attempts;
     apr_int64_t throttle_window;
     int addr_attempts;
     apr_int64_t addr_window;
+    int account_attempts;
+    apr_int64_t account_window;
     int bvn_attempts;
     apr_int64_t bvn_window;
     apr_int64_t max_body;
@@ -39,10 +42,13 @@ static const struct {
     apr_int64_t token_cache;
     apr_int64_t bvn_cache;
 } defaults = {BANK_TOKEN_TTL_DEFAULT,
+              BANK_MAX_DEVICES_DEFAULT,
               5,
               60,
               50,
               300,
+              50,
+              3600,
               5,
               86400,
               65536,
@@ -57,10 +63,13 @@ void *bank_create_dir_conf(apr_pool_t *p, char *dir)
 {
     bank_dir_conf *c = apr_pcalloc(p, sizeof(*c));
     c->token_lifetime = BANK_UNSET;
+    c->max_devices = BANK_UNSET;
     c->throttle_attempts = BANK_UNSET;
     c->throttle_window = BANK_UNSET;
     c->addr_attempts = BANK_UNSET;
     c->addr_window = BANK_UNSET;
+    c->account_attempts = BANK_UNSET;
+    c->account_window = BANK_UNSET;
     c->bvn_attempts = BANK_UNSET;
     c->bvn_window = BANK_UNSET;
     c->max_body = BANK_UNSET;
@@ -81,10 +90,13 @@ void *bank_merge_dir_conf(apr_pool_t *p, void *basev, void *addv)
     bank_dir_conf *base = basev, *add = addv, *m = apr_pcalloc(p, sizeof(*m));
     MERGE_PTR(client_keys);
     MERGE_NUM(token_lifetime);
+    MERGE_NUM(max_devices);
     MERGE_NUM(throttle_attempts);
     MERGE_NUM(throttle_window);
     MERGE_NUM(addr_attempts);
     MERGE_NUM(addr_window);
+    MERGE_NUM(account_attempts);
+    MERGE_NUM(account_window);
     MERGE_NUM(bvn_attempts);
     MERGE_NUM(bvn_window);
     MERGE_NUM(max_body);
@@ -136,10 +148,13 @@ bank_dir_conf *bank_conf(request_rec *r)
         return c->field != BANK_UNSET ? c->field : defaults.field;                                 \
     }
 GETTER(apr_int64_t, token_lifetime, token_lifetime)
+GETTER(int, max_devices, max_devices)
 GETTER(int, throttle_attempts, throttle_attempts)
 GETTER(apr_int64_t, throttle_window, throttle_window)
 GETTER(int, addr_attempts, addr_attempts)
 GETTER(apr_int64_t, addr_window, addr_window)
+GETTER(int, account_attempts, account_attempts)
+GETTER(apr_int64_t, account_window, account_window)
 GETTER(int, bvn_attempts, bvn_attempts)
 GETTER(apr_int64_t, bvn_window, bvn_window)
 GETTER(apr_int64_t, max_body, max_body)
@@ -359,6 +374,17 @@ static const char *set_token_lifetime(cmd_parms *cmd, void *cfg, const char *arg
                      &((bank_dir_conf *)cfg)->token_lifetime);
 }
 
+static const char *set_max_devices(cmd_parms *cmd, void *cfg, const char *arg)
+{
+    apr_int64_t n = 0;
+    const char *err = parse_int(cmd, arg, 1, BANK_MAX_DEVICES_MAX, &n);
+
+    if (!err) {
+        ((bank_dir_conf *)cfg)->max_devices = (int)n;
+    }
+    return err;
+}
+
 static const char *set_max_body(cmd_parms *cmd, void *cfg, const char *arg)
 {
     return parse_int(cmd, arg, 2, 16777216, &((bank_dir_conf *)cfg)->max_body);
@@ -404,6 +430,13 @@ static const char *set_addr_throttle(cmd_parms *cmd, void *cfg, const char *atte
 {
     bank_dir_conf *c = cfg;
     return parse_throttle(cmd, attempts, seconds, &c->addr_attempts, &c->addr_window);
+}
+
+static const char *set_account_throttle(cmd_parms *cmd, void *cfg, const char *attempts,
+                                        const char *seconds)
+{
+    bank_dir_conf *c = cfg;
+    return parse_throttle(cmd, attempts, seconds, &c->account_attempts, &c->account_window);
 }
 
 static const char *set_bvn_throttle(cmd_parms *cmd, void *cfg, const char *attempts,
@@ -642,12 +675,18 @@ const command_rec bank_cmds[] = {
                     "Keys a client app must send as bearer on sign-in (several for rotation)"),
     AP_INIT_TAKE1("BankTokenLifetime", set_token_lifetime, NULL, BANK_CTX,
                   "Customer token lifetime in seconds (default 86400, min 60)"),
+    AP_INIT_TAKE1("BankMaxDevices", set_max_devices, NULL, BANK_CTX,
+                  "Devices kept per customer, the least recently signed in on dropped "
+                  "(default 10)"),
     AP_INIT_TAKE2("BankSignInThrottle", set_throttle, NULL, BANK_CTX,
                   "Failed sign-ins allowed per e-mail and IP, and the window in seconds "
                   "(default 5 60)"),
     AP_INIT_TAKE2("BankSignInAddressThrottle", set_addr_throttle, NULL, BANK_CTX,
                   "Failed sign-ins allowed per client IP whatever the e-mail, and the window in "
                   "seconds (default 50 300)"),
+    AP_INIT_TAKE2("BankSignInAccountThrottle", set_account_throttle, NULL, BANK_CTX,
+                  "Failed sign-ins allowed per e-mail from every address together, and the "
+                  "window in seconds (default 50 3600)"),
     AP_INIT_TAKE2("BankBvnThrottle", set_bvn_throttle, NULL, BANK_CTX,
                   "Failed BVN checks allowed per customer, and the window in seconds "
                   "(default 5 86400)"),

@@ -280,7 +280,7 @@ static bank_db_rc settle_one(server_rec *s, bank_db_t *db, apr_pool_t *p, const 
     bank_metric_t outcome = BANK_M_PUSH_FAILED;
     double rnd = 0;
     apr_uint32_t u = 0;
-    bank_db_rc rc = BANK_DB_OK;
+    bank_db_rc rc;
     int settled = 0;
 
     if (r->status && bank_metrics_shared()) {
@@ -292,7 +292,6 @@ static bank_db_rc settle_one(server_rec *s, bank_db_t *db, apr_pool_t *p, const 
     } else if (r->verdict == BANK_PUSH_UNREGISTERED) {
         state = "unregistered";
         outcome = BANK_M_PUSH_UNREGISTERED;
-        rc = bank_store_push_device_drop(db, m->device_token);
     } else if (r->verdict == BANK_PUSH_RETRY && m->attempts + 1 < conf.attempts) {
         state = "pending";
         outcome = BANK_M_PUSH_RETRIED;
@@ -301,9 +300,12 @@ static bank_db_rc settle_one(server_rec *s, bank_db_t *db, apr_pool_t *p, const 
         }
         next = bank_time_iso(p, now + bank_push_backoff((int)m->attempts + 1, r->retry_after, rnd));
     }
-    if (rc == BANK_DB_OK) {
-        rc = bank_store_push_settle(db, m->id, lease, state, next,
-                                    strcmp(state, "pending") ? at : NULL, r->why, &settled);
+    rc = bank_store_push_settle(db, m->id, lease, state, next, strcmp(state, "pending") ? at : NULL,
+                                r->why, &settled);
+    /* the row first: the device's removal makes the device's other unsent rows unregistered
+     * (012_device_owner.sql), and would take this one from its lease */
+    if (rc == BANK_DB_OK && outcome == BANK_M_PUSH_UNREGISTERED) {
+        rc = bank_store_push_device_drop(db, m->device_token);
     }
     if (rc != BANK_DB_OK) {
         return rc;

@@ -103,6 +103,14 @@ static int refused(request_rec *r, const bank_sign_in_t *in, const bank_sign_in_
                       "sign-in", "address", in->ip, out->failures, in->addr_attempts,
                       in->addr_window);
         return throttled(r, out);
+    case BANK_SIGN_IN_ACCOUNT:
+        /* the e-mail is not logged: the customer, if there is one, is known by the count */
+        ap_log_rerror(APLOG_MARK, APLOG_NOTICE, 0, r,
+                      BANKLOGNO(0512) "sign-in throttled (account): failure %" APR_INT64_T_FMT
+                                      " of this e-mail from every address in the window, "
+                                      "limit %d per %" APR_INT64_T_FMT "s",
+                      out->failures, in->account_attempts, in->account_window);
+        return throttled(r, out);
     case BANK_SIGN_IN_BUSY:
         ap_log_rerror(APLOG_MARK, APLOG_INFO, 0, r,
                       BANKLOGNO(0511) "sign-in refused: every password verification slot of "
@@ -177,7 +185,10 @@ int bank_sign_in_handler(request_rec *r)
     in.window = bank_conf_throttle_window(conf);
     in.addr_attempts = bank_conf_addr_attempts(conf);
     in.addr_window = bank_conf_addr_window(conf);
+    in.account_attempts = bank_conf_account_attempts(conf);
+    in.account_window = bank_conf_account_window(conf);
     in.lifetime = bank_conf_token_lifetime(conf);
+    in.max_devices = bank_conf_max_devices(conf);
     in.now = apr_time_now();
     in.metrics = bank_metrics_shared();
     drc = bank_sign_in(db, &in, &out);

@@ -105,6 +105,25 @@ my %keys = (client_key => $client_key, webhook_secret => $secret, hmac_key => $h
     hmac_header => $sig_header);
 exercise($h->base, $what, %keys);
 Bank::Test::http09_refused("127.0.0.1:$port", "$what over TLS", tls => 1);
+
+# "The client's address": six wrong passwords for one e-mail, each with another
+# X-Forwarded-For, from 127.0.0.$from; the codes. BankSignInThrottle is 5 per (e-mail,
+# address) in the configuration.
+sub forwarded_tries {
+    my ($from) = @_;
+    my $ua = LWP::UserAgent->new(keep_alive => 0, timeout => 30, local_address => "127.0.0.$from",
+        ssl_opts => { verify_hostname => 0, SSL_verify_mode => 0 });
+    my $c = new_customer();
+    return join ' ', map {
+        json_request(POST => $h->base . '/auth/sign_in', ua => $ua,
+            body => { email => $c->{email}, password => 'wrong', deviceToken => 'xff-' . unique() },
+            headers => { Authorization => "Bearer $client_key", 'X-Forwarded-For' => "198.51.100.$_" })->code
+    } 1 .. 6;
+}
+unlike($conf, qr/^\s*RemoteIP(?:Header|InternalProxy|TrustedProxy)\b/m,
+    "$what: TLS ends in httpd: no forwarded header is trusted from any address");
+is(forwarded_tries(1), '400 400 400 400 400 429',
+    "$what: X-Forwarded-For is not trusted (TLS ends in httpd): one client's budget");
 sleep 1;
 is(join("\n", bad_log_lines($h->log_since(0))), '', "$what: nothing at warn or worse after a start");
 
@@ -155,6 +174,20 @@ SKIP: {
     cmp_ok(scalar @$uniques, '>', 0, "$what: notices were acknowledged under the attacks");
     is($stored + 0, scalar @$uniques, "$what: every notice acknowledged under the attacks is stored");
 }
+
+# The variant for an HTTP-speaking proxy: its lines added, the proxy at 127.0.0.1. From the
+# listed proxy each forwarded address has its own budget; from another address the header is
+# ignored.
+my $proxy = substitute(doc_block('docs/deployment.md', 'deployment-http-proxy'), $what,
+    '10.0.0.10 10.0.0.11' => '127.0.0.1', '/usr/lib/apache2/modules' => Bank::Test::modules_dir());
+spew("$dir/httpd.conf", "$conf
+$proxy");
+$h->check_syntax("$what with the HTTP proxy's lines");
+$h->graceful("$what with the HTTP proxy's lines");
+is(forwarded_tries(1), '400 400 400 400 400 400',
+    "$what, behind an HTTP proxy: X-Forwarded-For from the listed proxy is each client's address");
+is(forwarded_tries(2), '400 400 400 400 400 429',
+    "$what, behind an HTTP proxy: X-Forwarded-For from an address not listed is ignored");
 $h->stop;
 
 done_testing();

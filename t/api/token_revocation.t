@@ -1,7 +1,8 @@
 # Revocation within a second with the token cache on (docs/security.md): a token cached by
 # every process (BankTokenCacheSeconds 60 on /cached60/banks) is refused by every process of
 # every server within 1 s of its row being deleted by sign-out, by bankctl token revoke or by
-# plain SQL, or of its expiry, polled every 50 ms. On PostgreSQL two servers share the
+# plain SQL (its own row, or its customer's with SQLite's foreign keys off), or of its expiry,
+# polled every 50 ms. On PostgreSQL two servers share the
 # database, and the connections server two reads the revocation feed on are killed
 # (pg_terminate_backend) before a revocation; on SQLite one server.
 use strict;
@@ -102,6 +103,18 @@ sub refused_within_a_second {
     cached_everywhere($t, 'SQL');
     refused_within_a_second($t, 'SQL DELETE',
         sub { db_exec("DELETE FROM auth_access_tokens WHERE id = $id") });
+}
+
+# --- the customer's row deleted by plain SQL: on SQLite by the sqlite3 shell, whose foreign
+# keys are off (no cascade), as another application's connection may be -------------------
+{
+    my $c = new_customer();
+    my $t = issue_token($c->{email});
+    cached_everywhere($t, 'customer deleted');
+    refused_within_a_second($t, "the token's customer deleted by plain SQL",
+        sub { db_exec("DELETE FROM customers WHERE id = '$c->{id}'") });
+    is(db_value("SELECT count(*) FROM auth_access_tokens WHERE tokenable_id = '$c->{id}'"), 0,
+        "the customer's tokens went with the row");
 }
 
 # --- expiry: never answered from a cache past expires_at ------------------------------------

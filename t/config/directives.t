@@ -35,6 +35,8 @@ BankClientKey key-one-123 key-two-456
 BankTokenLifetime 60
 BankSignInThrottle 5 60
 BankSignInAddressThrottle 1000000 2592000
+BankSignInAccountThrottle 1 1
+BankMaxDevices 10
 BankBvnThrottle 1 1
 BankMaxBody 65536
 BankBanksMaxAge 0
@@ -57,6 +59,8 @@ BankBvnCacheSeconds 0
     BankMaxBody 1024
     BankTokenLifetime 120
     BankSignInAddressThrottle 50 300
+    BankSignInAccountThrottle 1000000 2592000
+    BankMaxDevices 3
 </Location>
 <Location /api/onboarding/bvn>
     SetHandler bank-bvn
@@ -106,6 +110,8 @@ chmod 0600, "$dir/spaced.key";
 
 my @good = (
     ['BankTokenLifetime 31536000',              'the longest token lifetime'],
+    ['BankMaxDevices 1',                        'one device per customer'],
+    ['BankMaxDevices 1000',                     'the most devices per customer'],
     ['BankMaxBody 2',                           'the smallest body cap'],
     ['BankMaxBody 16777216',                    'the largest body cap'],
     ['BankBanksMaxAge 31536000',                'the longest bank-list max-age'],
@@ -135,6 +141,9 @@ for my $g (@good) {
 
 my @bad = (
     ['BankTokenLifetime 31536001',         'BankTokenLifetime', 'above the maximum'],
+    ['BankMaxDevices 0',                   'BankMaxDevices',    'no device at all'],
+    ['BankMaxDevices 1001',                'BankMaxDevices',    'above the maximum'],
+    ['BankMaxDevices ten',                 'BankMaxDevices',    'not a number'],
     ['BankMaxBody 1',                      'BankMaxBody',       'below the minimum'],
     ['BankMaxBody 16777217',               'BankMaxBody',       'above the maximum'],
     ['BankBanksMaxAge 31536001',           'BankBanksMaxAge',   'above the maximum'],
@@ -177,6 +186,11 @@ my @bad = (
     ['BankSignInAddressThrottle 50 0',     'BankSignInAddressThrottle', 'zero window'],
     ['BankSignInAddressThrottle 1000001 300', 'BankSignInAddressThrottle', 'over 1000000 attempts'],
     ['BankSignInAddressThrottle 50 2592001', 'BankSignInAddressThrottle', 'window over 30 days'],
+    ['BankSignInAccountThrottle 0 3600',   'BankSignInAccountThrottle', 'zero attempts'],
+    ['BankSignInAccountThrottle 50 0',     'BankSignInAccountThrottle', 'zero window'],
+    ['BankSignInAccountThrottle 1000001 3600', 'BankSignInAccountThrottle', 'over 1000000 attempts'],
+    ['BankSignInAccountThrottle 50 2592001', 'BankSignInAccountThrottle', 'window over 30 days'],
+    ['BankSignInAccountThrottle 50',       'BankSignInAccountThrottle', 'one argument'],
     ['BankSignInAddressThrottle 50',       'BankSignInAddressThrottle', 'one argument'],
     ['BankSignInAddressThrottle x 300',    'BankSignInAddressThrottle', 'not a number'],
     ['BankBvnThrottle 0 86400',            'BankBvnThrottle',   'zero attempts'],

@@ -50,13 +50,13 @@ static const char *customer_with_devices(bank_db_t *db, const char *pre, bank_cu
     a.bank_name = "Unit Bank";
     a.bank_account_id = apr_pstrcat(p, pre, "wallet", (char *)NULL);
     a.account_name = "ADA OBI";
-    a.account_number = apr_psprintf(p, "%010d", (getpid() * 100 + seq) % 1000000000);
+    a.account_number = apr_psprintf(p, "%010d", (getpid() * 100 + ++seq) % 1000000000);
     a.created_at = a.updated_at = OLD;
     CHECK(bank_store_account_insert(db, &a) == BANK_DB_OK);
-    CHECK(bank_store_device_upsert(db, c->id, apr_pstrcat(p, pre, "dev-1", (char *)NULL), OLD) ==
-          BANK_DB_OK);
-    CHECK(bank_store_device_upsert(db, c->id, apr_pstrcat(p, pre, "dev-2", (char *)NULL), OLD) ==
-          BANK_DB_OK);
+    CHECK(bank_store_device_upsert(db, c->id, apr_pstrcat(p, pre, "dev-1", (char *)NULL), NULL,
+                                   OLD) == BANK_DB_OK);
+    CHECK(bank_store_device_upsert(db, c->id, apr_pstrcat(p, pre, "dev-2", (char *)NULL), NULL,
+                                   OLD) == BANK_DB_OK);
     return a.bank_account_id;
 }
 
@@ -174,11 +174,12 @@ static void test_claims(bank_db_t *db)
     if (!d) {
         return;
     }
-    /* the device goes: its row is settled unregistered, the other device stays */
-    CHECK(bank_store_push_device_drop(db, d->device_token) == BANK_DB_OK);
+    /* the device goes: its row is settled unregistered (first, as the sender does: the
+     * device's removal takes its unsent rows from their leases), the other device stays */
     CHECK(bank_store_push_settle(db, d->id, "lease-d", "unregistered", OLD_LATER, OLD_LATER,
                                  "FCM answered HTTP 404", &settled) == BANK_DB_OK &&
           settled == 1);
+    CHECK(bank_store_push_device_drop(db, d->device_token) == BANK_DB_OK);
     CHECK(count_of(db, apr_psprintf(p, "SELECT count(*) FROM devices WHERE customer_id = '%s'",
                                     c.id)) == 1);
 }
@@ -278,8 +279,167 @@ static void test_skip_locked(bank_db_t *db)
     }
 }
 
+/* A pending message's state and last error ("state|error"). */
+static const char *row_state(bank_db_t *db, const char *ref, const char *device)
+{
+    const char *v = NULL;
+    CHECK(bank_db_query_value(
+              db,
+              apr_psprintf(bank_db_pool(db),
+                           "SELECT o.state || '|' || COALESCE(o.last_error, '') FROM push_outbox o"
+                           " JOIN payment_notices n ON n.id = o.notice_id"
+                           " WHERE n.transaction_reference = '%s' AND o.device_token = '%s'",
+                           ref, device),
+              &v) == 0);
+    return v ? v : "(none)";
+}
+
+static long devices_of(bank_db_t *db, const char *customer_id, const char *device)
+{
+    return count_of(db, apr_psprintf(bank_db_pool(db),
+                                     "SELECT count(*) FROM devices WHERE customer_id = '%s'%s%s%s",
+                                     customer_id, device ? " AND device_token = '" : "",
+                                     device ? device : "", device ? "'" : ""));
+}
+
+/* A device token is one customer's: the one who signed in on it last (C6). Signing in on it
+ * takes it from the other customer, with that customer's unsent messages to it. */
+static void test_device_taken(bank_db_t *db)
+{
+    apr_pool_t *p = bank_db_pool(db);
+    const char *pre = apr_psprintf(p, "TAKE-%d-%d-", getpid(), ++seq), *wallet, *phone;
+    bank_customer_t bob, alice;
+    bank_notice_put_t *put;
+    const char *ref;
+
+    wallet = customer_with_devices(db, pre, &bob);
+    phone = apr_pstrcat(p, pre, "dev-1", (char *)NULL);
+    ref = apr_pstrcat(p, pre, "a", (char *)NULL);
+    put = put_of(db, ref, wallet);
+    CHECK(bank_store_notice_put(db, put) == BANK_DB_OK && put->added);
+    CHECK(strcmp(row_state(db, ref, phone), "pending|") == 0);
+    fixture_customer(db, "Alice", "Obi", "pw", &alice);
+    CHECK(bank_store_device_upsert(db, alice.id, phone, NULL, OLD_LATER) == BANK_DB_OK);
+    CHECK(devices_of(db, alice.id, phone) == 1);
+    CHECK(devices_of(db, bob.id, phone) == 0);
+    CHECK(devices_of(db, bob.id, NULL) == 1); /* his other phone stays his */
+    CHECK(strncmp(row_state(db, ref, phone), "unregistered|the device left the customer", 41) == 0);
+    CHECK(strcmp(row_state(db, ref, apr_pstrcat(p, pre, "dev-2", (char *)NULL)), "pending|") == 0);
+    /* a later notice for Bob has no row for the phone; Bob signing in again takes it back */
+    ref = apr_pstrcat(p, pre, "b", (char *)NULL);
+    put = put_of(db, ref, wallet);
+    CHECK(bank_store_notice_put(db, put) == BANK_DB_OK && put->added);
+    CHECK(outbox_rows(db, ref) == 1);
+    CHECK(bank_store_device_upsert(db, bob.id, phone, NULL, OLD_LATER) == BANK_DB_OK);
+    CHECK(devices_of(db, alice.id, NULL) == 0 && devices_of(db, bob.id, NULL) == 2);
+}
+
+/* The session a device was signed in with: revoking it (sign-out, bankctl, SQL) removes the
+ * device and its unsent messages; a device signed in on again by a newer session stays
+ * when the older one signs out. */
+static void test_device_session(bank_db_t *db)
+{
+    apr_pool_t *p = bank_db_pool(db);
+    const char *pre = apr_psprintf(p, "SESS-%d-%d-", getpid(), ++seq), *wallet, *phone, *ref;
+    const char *t1 = NULL, *t2 = NULL;
+    bank_customer_t c;
+    bank_notice_put_t *put;
+    int n = 0;
+
+    wallet = customer_with_devices(db, pre, &c);
+    phone = apr_pstrcat(p, pre, "dev-1", (char *)NULL);
+    CHECK(bank_store_token_insert(db, c.id, "h1", "[\"*\"]", OLD, NULL, &t1) == BANK_DB_OK);
+    CHECK(bank_store_token_insert(db, c.id, "h2", "[\"*\"]", OLD, NULL, &t2) == BANK_DB_OK);
+    CHECK(bank_store_device_upsert(db, c.id, phone, t1, OLD) == BANK_DB_OK);
+    CHECK(bank_store_device_upsert(db, c.id, phone, t2, OLD_LATER) == BANK_DB_OK);
+    ref = apr_pstrcat(p, pre, "a", (char *)NULL);
+    put = put_of(db, ref, wallet);
+    CHECK(bank_store_notice_put(db, put) == BANK_DB_OK && put->added);
+    /* the older session signs out: the phone is the newer one's still */
+    CHECK(bank_store_token_delete(db, t1, &n) == BANK_DB_OK && n == 1);
+    CHECK(devices_of(db, c.id, phone) == 1);
+    CHECK(strcmp(row_state(db, ref, phone), "pending|") == 0);
+    /* the newer one signs out: the phone goes, and its unsent message */
+    CHECK(bank_store_token_delete(db, t2, &n) == BANK_DB_OK && n == 1);
+    CHECK(devices_of(db, c.id, phone) == 0);
+    CHECK(devices_of(db, c.id, NULL) == 1);
+    CHECK(strncmp(row_state(db, ref, phone), "unregistered|", 13) == 0);
+}
+
+/* BankMaxDevices: the devices seen last are kept. */
+static void test_device_trim(bank_db_t *db)
+{
+    apr_pool_t *p = bank_db_pool(db);
+    const char *pre = apr_psprintf(p, "TRIM-%d-%d-", getpid(), ++seq);
+    bank_customer_t c;
+    int i;
+
+    fixture_customer(db, "Ada", "Obi", "pw", &c);
+    for (i = 0; i < 12; i++) {
+        CHECK(bank_store_device_upsert(db, c.id, apr_psprintf(p, "%sd%02d", pre, i), NULL,
+                                       apr_psprintf(p, "2000-01-01T00:00:%02d.000Z", i)) ==
+              BANK_DB_OK);
+    }
+    CHECK(devices_of(db, c.id, NULL) == 12);
+    CHECK(bank_store_device_trim(db, c.id, 10) == BANK_DB_OK);
+    CHECK(devices_of(db, c.id, NULL) == 10);
+    CHECK(devices_of(db, c.id, apr_psprintf(p, "%sd00", pre)) == 0);
+    CHECK(devices_of(db, c.id, apr_psprintf(p, "%sd01", pre)) == 0);
+    CHECK(devices_of(db, c.id, apr_psprintf(p, "%sd02", pre)) == 1);
+    /* seen again, the oldest one left is the newest now, and another goes */
+    CHECK(bank_store_device_upsert(db, c.id, apr_psprintf(p, "%sd02", pre), NULL,
+                                   "2000-01-01T00:01:00.000Z") == BANK_DB_OK);
+    CHECK(bank_store_device_trim(db, c.id, 9) == BANK_DB_OK);
+    CHECK(devices_of(db, c.id, apr_psprintf(p, "%sd02", pre)) == 1);
+    CHECK(devices_of(db, c.id, apr_psprintf(p, "%sd03", pre)) == 0);
+    CHECK(devices_of(db, c.id, NULL) == 9);
+}
+
+/* One customer's backlog delays another's message by one round at most: every customer's
+ * oldest due message is claimed before anyone's second. */
+static void test_fair(bank_db_t *db)
+{
+    apr_pool_t *p = bank_db_pool(db);
+    const char *pre = apr_psprintf(p, "FAIR-%d-%d-", getpid(), ++seq), *busy, *quiet;
+    const char *due = "1999-06-01T00:00:00.000Z", *now = "1999-06-01T00:00:01.000Z";
+    const char *until = "1999-06-01T00:10:00.000Z";
+    apr_array_header_t *a = NULL;
+    bank_customer_t c1, c2;
+    bank_notice_put_t *put;
+    int i, quiet_rows = 0, settled;
+
+    /* only this test's rows are due at `now` (a failed earlier run's are sent) */
+    CHECK(bank_db_query(db, "UPDATE push_outbox SET state = 'sent' WHERE state = 'pending'"
+                            " AND next_at < '1999-12-31T00:00:00.000Z'") == 0);
+    busy = customer_with_devices(db, apr_pstrcat(p, pre, "busy-", (char *)NULL), &c1);
+    quiet = customer_with_devices(db, apr_pstrcat(p, pre, "quiet-", (char *)NULL), &c2);
+    for (i = 0; i < 30; i++) { /* 60 messages, older than the quiet customer's */
+        put = fixture_notice(db, apr_psprintf(p, "%sbusy-%d", pre, i), busy, due);
+        CHECK(bank_store_notice_put(db, put) == BANK_DB_OK && put->added);
+    }
+    put = fixture_notice(db, apr_pstrcat(p, pre, "quiet", (char *)NULL), quiet, now);
+    CHECK(bank_store_notice_put(db, put) == BANK_DB_OK && put->added);
+    /* a round of 5: the busy customer's first, the quiet one's two, then the busy one's */
+    CHECK(bank_store_push_claim(db, "lease-f", until, now, 5, &a) == BANK_DB_OK);
+    CHECK(a->nelts == 5);
+    for (i = 0; i < a->nelts; i++) {
+        const bank_push_msg_t *m = &APR_ARRAY_IDX(a, i, bank_push_msg_t);
+        quiet_rows += strcmp(m->reference, apr_pstrcat(p, pre, "quiet", (char *)NULL)) == 0;
+    }
+    CHECK(quiet_rows == 2);
+    CHECK(bank_store_push_sent(db, "lease-f", until, now, &settled) == BANK_DB_OK && settled == 5);
+    /* the rest: the busy customer's other 57 */
+    CHECK(bank_store_push_claim(db, "lease-g", until, now, 100, &a) == BANK_DB_OK);
+    CHECK(a->nelts == 57);
+    CHECK(bank_store_push_sent(db, "lease-g", until, now, &settled) == BANK_DB_OK && settled == 57);
+}
+
 static void all(bank_db_t *db)
 {
+    test_device_taken(db);
+    test_device_session(db);
+    test_device_trim(db);
+    test_fair(db);
     test_outbox(db);
     test_claims(db);
     test_sent(db);

@@ -6,8 +6,9 @@
 #include "bank_sign_in.h"
 #include "bank_token.h"
 #include "bank_password.h"
+#include <apr_lib.h>
 
-/* Two failures per (e-mail, IP) and four per IP in a minute. */
+/* Two failures per (e-mail, IP), four per IP and six per e-mail in a minute. */
 static bank_sign_in_t request(const char *email, const char *password, const char *ip)
 {
     bank_sign_in_t in = {.email = email,
@@ -18,6 +19,8 @@ static bank_sign_in_t request(const char *email, const char *password, const cha
                          .window = 60,
                          .addr_attempts = 4,
                          .addr_window = 60,
+                         .account_attempts = 6,
+                         .account_window = 60,
                          .lifetime = 3600,
                          .now = apr_time_now()};
     return in;
@@ -124,6 +127,70 @@ static void test_address(bank_db_t *db)
     CHECK(attempt(db, c.email, "right", "192.0.2.9", &out) == BANK_SIGN_IN_ADDRESS);
     CHECK(!out.token);
     CHECK(attempt(db, c.email, "right", "192.0.2.10", &out) == BANK_SIGN_IN_OK);
+}
+
+/* The e-mail's own budget, whatever the address: wrong passwords from rotated addresses
+ * (each address's own budgets far from spent) reach it, then every attempt at that e-mail is
+ * refused unverified, the right password too, from any address; other e-mails are not. */
+static void test_account(bank_db_t *db)
+{
+    apr_pool_t *p = bank_db_pool(db);
+    bank_customer_t c, other;
+    bank_sign_in_result_t out;
+    int i;
+
+    fixture_customer(db, "Ada", "Obi", "right", &c);
+    fixture_customer(db, "Bola", "Obi", "right", &other);
+    for (i = 1; i <= 6; i++) {
+        CHECK(attempt(db, c.email, "x", apr_psprintf(p, "198.51.100.%d", i), &out) ==
+              BANK_SIGN_IN_REFUSED);
+        CHECK(out.remaining == (6 - i < 1 ? 6 - i : 1));
+    }
+    CHECK(attempt(db, c.email, "x", "198.51.100.7", &out) == BANK_SIGN_IN_ACCOUNT);
+    CHECK(out.limit == 6 && out.account.failures == 6 && out.retry_after >= 1 &&
+          out.retry_after <= 60);
+    CHECK(attempt(db, c.email, "right", "198.51.100.8", &out) == BANK_SIGN_IN_ACCOUNT);
+    CHECK(!out.token);
+    /* the ASCII case of the e-mail does not make another account */
+    {
+        char *upper = apr_pstrdup(p, c.email), *u;
+        for (u = upper; *u; u++) {
+            *u = (char)apr_toupper(*u);
+        }
+        CHECK(attempt(db, upper, "right", "198.51.100.9", &out) == BANK_SIGN_IN_ACCOUNT);
+    }
+    CHECK(attempt(db, other.email, "right", "198.51.100.1", &out) == BANK_SIGN_IN_OK);
+}
+
+/* IPv6: the per-address budget is the /64's, so rotating addresses inside one network does
+ * not refill it; another /64 has its own. */
+static void test_ipv6(bank_db_t *db)
+{
+    apr_pool_t *p = bank_db_pool(db);
+    bank_sign_in_result_t out;
+    int i;
+
+    for (i = 1; i <= 4; i++) {
+        CHECK(attempt(db, apr_psprintf(p, "v6spray%d-%d@example.com", i, getpid()), "x",
+                      apr_psprintf(p, "2001:db8:5:6::%x", i * 7919), &out) == BANK_SIGN_IN_REFUSED);
+    }
+    CHECK(attempt(db, apr_psprintf(p, "v6spray5-%d@example.com", getpid()), "x",
+                  "2001:db8:5:6:ffff:1:2:3", &out) == BANK_SIGN_IN_ADDRESS);
+    CHECK(attempt(db, apr_psprintf(p, "v6spray6-%d@example.com", getpid()), "x", "2001:db8:5:7::1",
+                  &out) == BANK_SIGN_IN_REFUSED);
+}
+
+/* The address a budget counts (pure). */
+static void test_address_key(apr_pool_t *p)
+{
+    CHECK_STR(bank_throttle_address(p, "192.0.2.1"), "192.0.2.1");
+    CHECK_STR(bank_throttle_address(p, "::ffff:192.0.2.1"), "192.0.2.1");
+    CHECK_STR(bank_throttle_address(p, "2001:db8:1:2:3:4:5:6"), "2001:db8:1:2::/64");
+    CHECK_STR(bank_throttle_address(p, "2001:DB8:1:2::ffff"), "2001:db8:1:2::/64");
+    CHECK_STR(bank_throttle_address(p, "::1"), "::/64");
+    CHECK_STR(bank_throttle_address(p, "fe80::1"), "fe80::/64");
+    CHECK_STR(bank_throttle_address(p, "not:an address"), "not:an address");
+    CHECK(bank_throttle_address(p, NULL) == NULL);
 }
 
 /* A failure prunes rows whose window ended long ago. */
@@ -407,11 +474,14 @@ static void all(bank_db_t *db)
     test_prune(db);
     test_prune_fails(db);
     test_address(db);
+    test_account(db);
+    test_ipv6(db);
     test_dummy_follows(db);
 }
 
 static void run_tests(apr_pool_t *p)
 {
+    test_address_key(p);
     test_retry_after();
     test_defaults();
     fixture_each(p, all);
