@@ -44,11 +44,16 @@ static const struct {
     [BANK_E_PRECONDITION_FAILED] = {412, "E_PRECONDITION_FAILED",
                                     "The resource does not match the request's precondition."},
     [BANK_E_PAYLOAD_TOO_LARGE] = {413, "E_PAYLOAD_TOO_LARGE", "The request body is too large."},
+    [BANK_E_URI_TOO_LONG] = {414, "E_URI_TOO_LONG", "The request's URL is too long."},
     [BANK_E_UNSUPPORTED_MEDIA_TYPE] = {415, "E_UNSUPPORTED_MEDIA_TYPE",
                                        "The request body must be application/json."},
     [BANK_E_VALIDATION_ERROR] = {422, "E_VALIDATION_ERROR", "The request is not valid."},
     [BANK_E_TOO_MANY_REQUESTS] = {429, "E_TOO_MANY_REQUESTS", "Too many requests."},
+    [BANK_E_HEADERS_TOO_LARGE] = {431, "E_HEADERS_TOO_LARGE",
+                                  "The request's headers are too large."},
     [BANK_E_INTERNAL] = {500, "E_INTERNAL", "Something went wrong on our side."},
+    [BANK_E_NOT_IMPLEMENTED] = {501, "E_NOT_IMPLEMENTED",
+                                "The request asks for something this server does not do."},
     [BANK_E_UNAVAILABLE] = {503, "E_UNAVAILABLE",
                             "The service is unavailable right now; try again shortly."},
 };
@@ -141,15 +146,17 @@ int bank_error(request_rec *r, bank_error_id id, const char *message,
     return DONE;
 }
 
-/* The ErrorDocument target (conf/bank.conf): answers httpd gives itself under the bank
- * Locations, before or while a handler reads the body (a malformed chunked body 400, a read
- * time-out 408, LimitRequestBody crossed by a chunked body 413), in the API's shape with the
- * original status, which the internal redirect leaves in r->prev. */
+/* The ErrorDocument target (conf/bank.conf): answers httpd gives itself on the API's host,
+ * while it reads the request line and headers (400, 408, 414, 431, 501) or while a handler
+ * reads the body (a malformed chunked body 400, a read time-out 408, LimitRequestBody crossed
+ * by a chunked body 413), in the API's shape with the original status, which the internal
+ * redirect leaves in r->prev. */
 int bank_error_document_handler(request_rec *r)
 {
-    static const bank_error_id ids[] = {BANK_E_BAD_REQUEST,     BANK_E_ROUTE_NOT_FOUND,
-                                        BANK_E_REQUEST_TIMEOUT, BANK_E_PAYLOAD_TOO_LARGE,
-                                        BANK_E_INTERNAL,        BANK_E_UNAVAILABLE};
+    static const bank_error_id ids[] = {
+        BANK_E_BAD_REQUEST,       BANK_E_ROUTE_NOT_FOUND, BANK_E_REQUEST_TIMEOUT,
+        BANK_E_PAYLOAD_TOO_LARGE, BANK_E_URI_TOO_LONG,    BANK_E_HEADERS_TOO_LARGE,
+        BANK_E_INTERNAL,          BANK_E_NOT_IMPLEMENTED, BANK_E_UNAVAILABLE};
     apr_size_t i;
 
     if (!r->prev) {

@@ -66,6 +66,7 @@ for (1 .. 50) {
 }
 like($kept, qr/^bank_sign_ins_total\{outcome="ok"\} 1$/m, 'the count survives a graceful restart');
 Bank::Test::http09_refused("127.0.0.1:$port", 'the dev server');
+Bank::Test::httpd_errors_json("127.0.0.1:$port", 'the dev server');
 
 # httpd killed (SIGKILL): its pid answers kill -0 until it is reaped and its children go on
 # holding the port; make start stops what is left and starts

@@ -105,6 +105,7 @@ my %keys = (client_key => $client_key, webhook_secret => $secret, hmac_key => $h
     hmac_header => $sig_header);
 exercise($h->base, $what, %keys);
 Bank::Test::http09_refused("127.0.0.1:$port", "$what over TLS", tls => 1);
+Bank::Test::httpd_errors_json("127.0.0.1:$port", "$what over TLS", tls => 1);
 
 # "The client's address": six wrong passwords for one e-mail, each with another
 # X-Forwarded-For, from 127.0.0.$from; the codes. BankSignInThrottle is 5 per (e-mail,

@@ -1,6 +1,8 @@
-# Answers httpd gives itself under the bank Locations, in the API's JSON error shape through
-# the ErrorDocument lines of conf/bank.conf (docs/deployment.md): a malformed chunked body
-# (400), a stalled body (408, mod_reqtimeout), a chunked body over LimitRequestBody (413).
+# Answers httpd gives itself on the API's host, in the API's JSON error shape through the
+# ErrorDocument lines of conf/bank.conf (docs/deployment.md): a malformed chunked body
+# (400), a stalled body or stalled headers (408, mod_reqtimeout), a chunked body over
+# LimitRequestBody (413), a URL too long (414), malformed, oversized or too many headers,
+# two Content-Lengths, a signed one, an unknown Transfer-Encoding (400).
 # And TRACE, which would echo the Authorization header, is off; HTTP/0.9, which would be
 # answered with a bare body, is refused.
 # Raw sockets: LWP can send neither a broken chunk nor a body that stops half-way.
@@ -91,6 +93,20 @@ for my $bad ("zz\r\n{}\r\n0\r\n\r\n", "5\r\n{}\r\n0\r\n\r\n") {
 
 # --- HTTP/0.9 is refused (HttpProtocolOptions Require1.0) ----------------------------------
 Bank::Test::http09_refused($hostport, 'test server');
+
+# --- httpd's errors while it reads the request line and headers, in the API's shape -------
+Bank::Test::httpd_errors_json($hostport, 'test server');
+
+# --- 408: headers that stop half-way (RequestReadTimeout header=1 on bank_slow) -----------
+{
+    my $start = time;
+    my $res   = raw($slow_hostport, "GET /misc/payment_banks HTTP/1.1\r\nHost: $slow_hostport\r\n");
+    my $took  = time - $start;
+    assert_error($res, 408, 'E_REQUEST_TIMEOUT', 'stalled headers');
+    headers_ok($res, 'stalled headers');
+    cmp_ok($took, '>=', 0.9, 'stalled headers: answered at the one-second time-out');
+    cmp_ok($took, '<', 8, 'stalled headers: not much later');
+}
 
 # --- TRACE is off (TraceEnable off), so no header is echoed -------------------------------
 for my $path ('/webhook/partner', '/auth/sign_in') {

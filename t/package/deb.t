@@ -168,6 +168,7 @@ my $token = (decode_body($res) || {})->{body}{token}{token} // '';
 my $banks = $ua->get("$base/misc/payment_banks", Authorization => "Bearer $token");
 is($banks->code, 200, 'GET /misc/payment_banks with the token');
 Bank::Test::http09_refused("127.0.0.1:$port", 'the example site');
+Bank::Test::httpd_errors_json("127.0.0.1:$port", 'the example site');
 ok(@{ (decode_body($banks) || {})->{body}{banks} || [] } >= 30, 'the seeded banks');
 my $health = $ua->get("$base/health");
 is($health->code, 200, 'GET /health from a local address: 200');

@@ -14,7 +14,7 @@ use Bank::OpenAPI ();    # every answer checked against docs/openapi.yaml
 
 our @EXPORT = qw(json_request decode_body assert_error bankctl new_customer issue_token
   db_exec db_value db_bool db_time unique uuid4 error_log_since error_log_mark);
-our @EXPORT_OK = qw(slurp spew free_port httpd_binary modules_dir http09_refused raw
+our @EXPORT_OK = qw(slurp spew free_port httpd_binary modules_dir http09_refused httpd_errors_json raw
   runs_processes mpm_block unweighable token_id db_wait);
 
 # Why a server's session cannot be given a CPU weight here (docs/deployment.md, "The server's
@@ -69,29 +69,75 @@ sub raw {
     return $res;
 }
 
-# An HTTP/0.9 request (a request line without a version) sent to host:port over a raw
-# socket (tls => 1: inside TLS, the certificate not checked): tests that httpd refused it
-# (HttpProtocolOptions Require1.0) with a status line, headers and no bank list, rather than
-# answering the bare body HTTP/0.9 gets. $name labels.
-sub http09_refused {
-    my ($hostport, $name, %o) = @_;
+# What host:port answers to $text sent over a raw socket (tls => 1: inside TLS, the
+# certificate not checked), as it came.
+sub raw_text {
+    my ($hostport, $text, %o) = @_;
     my $s = $o{tls}
       ? do {
         require IO::Socket::SSL;
-        IO::Socket::SSL->new(PeerAddr => $hostport, Timeout => 10,
+        IO::Socket::SSL->new(PeerAddr => $hostport, Timeout => 30,
             SSL_verify_mode => IO::Socket::SSL::SSL_VERIFY_NONE())
           or die "TLS connect $hostport: $! " . IO::Socket::SSL::errstr();
       }
-      : IO::Socket::INET->new(PeerAddr => $hostport, Timeout => 10) or die "connect $hostport: $!";
+      : IO::Socket::INET->new(PeerAddr => $hostport, Timeout => 30) or die "connect $hostport: $!";
     $s->autoflush(1);
-    print $s "GET /misc/payment_banks\r\n\r\n";
+    print $s $text;
     local $/;
     my $got = <$s> // '';
     close $s;
+    return $got;
+}
+
+# An HTTP/0.9 request (a request line without a version) sent to host:port over a raw
+# socket (tls => 1: inside TLS, the certificate not checked): tests that httpd refused it
+# (HttpProtocolOptions Require1.0) with a status line, headers and the API's JSON error
+# (the host's ErrorDocument lines), rather than answering the bare body HTTP/0.9 gets.
+# $name labels.
+sub http09_refused {
+    my ($hostport, $name, %o) = @_;
+    my $got = raw_text($hostport, "GET /misc/payment_banks\r\n\r\n", %o);
     like($got, qr{\AHTTP/1\.[01] 400 }, "$name: HTTP/0.9 answered 400 with a status line")
       or diag($got);
     like($got, qr{\r\n\r\n}, "$name: with headers");
-    unlike($got, qr{"banks"|"body"}, "$name: no API answer");
+    unlike($got, qr{"banks"}, "$name: no bank list");
+    like($got, qr{\r\n\r\n\{"body":null,.*"code":"E_BAD_REQUEST"}s, "$name: the API's JSON error");
+}
+
+# The errors httpd raises itself while it reads a request line and headers (CONTRACT C10),
+# sent to host:port (tls => 1 as above): each answered with its status in the API's JSON
+# error shape (the host's ErrorDocument lines), Content-Type JSON, Connection: close.
+sub httpd_errors_json {
+    my ($hostport, $name, %o) = @_;
+    my $big = 'a' x 9000;
+    my @cases = (
+        ["GET /$big HTTP/1.1\r\nHost: x\r\n\r\n", 414, 'E_URI_TOO_LONG', 'a URL over LimitRequestLine'],
+        ["GET /misc/payment_banks HTTP/1.1\r\nHost: x\r\nX-Big: $big\r\n\r\n", 400, 'E_BAD_REQUEST',
+            'a header over LimitRequestFieldSize'],
+        ["GET /misc/payment_banks HTTP/1.1\r\nHost: x\r\n" . join('', map { "X-H$_: v\r\n" } 1 .. 200)
+              . "\r\n", 400, 'E_BAD_REQUEST', '200 headers'],
+        ["POST /auth/sign_in HTTP/1.1\r\nHost: x\r\nContent-Length: 5\r\nContent-Length: 6\r\n\r\nhello",
+            400, 'E_BAD_REQUEST', 'two Content-Lengths'],
+        ["POST /auth/sign_in HTTP/1.1\r\nHost: x\r\nContent-Length: +5\r\n\r\nhello", 400,
+            'E_BAD_REQUEST', 'Content-Length: +5'],
+        ["POST /auth/sign_in HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: xchunked\r\n\r\n", 400,
+            'E_BAD_REQUEST', 'Transfer-Encoding: xchunked'],
+        ["GET /misc/payment_banks HTTP/1.1\r\nHost: x\r\nBad Header\r\n\r\n", 400, 'E_BAD_REQUEST',
+            'a header line without a colon'],
+    );
+    for my $c (@cases) {
+        my ($text, $status, $code, $what) = @$c;
+        my $got = raw_text($hostport, $text, %o);
+        my ($head, $body) = split /\r\n\r\n/, $got, 2;
+        like($head // '', qr{\AHTTP/1\.1 $status }, "$name, $what: $status") or diag($got);
+        like($head // '', qr{^Content-Type: application/json; charset=utf-8\r?$}mi,
+            "$name, $what: JSON");
+        like($head // '', qr{^Connection: close\r?$}mi, "$name, $what: Connection: close");
+        my $d = eval { JSON::PP->new->decode($body // '') } || {};
+        is($d->{code}, $code, "$name, $what: code $code");
+        ok(exists $d->{body} && !defined $d->{body} && length($d->{message} // ''),
+            "$name, $what: the error shape");
+    }
 }
 
 my $json = JSON::PP->new->canonical;
