@@ -4,6 +4,7 @@
  * a value moved to another column or row, or relabelled with another key id, does not open. */
 #include <string.h>
 #include <strings.h>
+#include <unistd.h>
 #include <apr_strings.h>
 #include <apr_file_io.h>
 #include <apr_file_info.h>
@@ -159,7 +160,7 @@ const char *bank_key_file_read(apr_pool_t *p, const char *path, unsigned char ke
     apr_status_t rv;
     int bad;
 
-    if (apr_stat(&fi, path, APR_FINFO_PROT | APR_FINFO_TYPE, p) != APR_SUCCESS) {
+    if (apr_stat(&fi, path, APR_FINFO_PROT | APR_FINFO_TYPE | APR_FINFO_OWNER, p) != APR_SUCCESS) {
         return apr_psprintf(p, "cannot read the key file %s", path);
     }
     if (fi.filetype != APR_REG ||
@@ -168,6 +169,14 @@ const char *bank_key_file_read(apr_pool_t *p, const char *path, unsigned char ke
                             "the key file %s must be a regular file that only its owner can "
                             "read (chmod 600 or 400)",
                             path);
+    }
+    /* root's, or the reader's own (httpd reads as the user it starts as, before it gives up
+     * root: a key the runtime User owns would be the runtime's, beside the data) */
+    if (fi.user != 0 && fi.user != geteuid()) {
+        return apr_psprintf(p,
+                            "the key file %s must belong to root or to the user reading it "
+                            "(uid %ld), not to uid %ld (chown root:root)",
+                            path, (long)geteuid(), (long)fi.user);
     }
     if (apr_file_open(&f, path, APR_FOPEN_READ | APR_FOPEN_BINARY, APR_OS_DEFAULT, p) !=
         APR_SUCCESS) {

@@ -61,9 +61,8 @@ void ctl_open_db(ctl_t *c);
 void ctl_db_fail(ctl_t *c, const char *what) __attribute__((noreturn));
 const char *ctl_customer_id(ctl_t *c, const char *email, int must);
 
-/* identity.c: the identity keys (--keys), loaded and checked against the open database;
- * ctl_open_ready: ctl_open_db, then the keys */
-void ctl_load_keys(ctl_t *c);
+/* identity.c: ctl_open_ready reads the identity keys (--keys; as root, before the database
+ * is opened as its owner), then ctl_open_db, then checks the keys against the database */
 void ctl_open_ready(ctl_t *c);
 
 /* the commands */

@@ -1,8 +1,12 @@
 /* bankctl: which database (--db, else the dev server's), opened through the core's handle
  * with the module's statements prepared. */
+#include <grp.h>
+#include <pwd.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
+#include <sys/stat.h>
 #include <apr_strings.h>
 #include <apr_file_io.h>
 #include <apr_file_info.h>
@@ -77,14 +81,38 @@ static void resolve_db(ctl_t *c)
     }
 }
 
+/* Run as root on an SQLite file of another account (httpd's User): from here on bankctl works
+ * as that account, so that what SQLite writes beside the file (-wal, -shm, a journal) is
+ * httpd's too, and root's rights go no further than reading the identity keys, which the
+ * caller has done. */
+static void become_owner(ctl_t *c)
+{
+    struct stat st;
+    struct passwd *pw;
+
+    if (geteuid() != 0 || stat(c->sqlite_path, &st) != 0 || st.st_uid == 0) {
+        return;
+    }
+    pw = getpwuid(st.st_uid);
+    if (setgid(st.st_gid) != 0 ||
+        (pw ? initgroups(pw->pw_name, st.st_gid) : setgroups(0, NULL)) != 0 ||
+        setuid(st.st_uid) != 0) {
+        die(1, "cannot switch to the owner (uid %ld) of %s", (long)st.st_uid, c->sqlite_path);
+    }
+}
+
 /* Opens the connection. creating: the SQLite file may be new (migrate); otherwise a missing
- * file is an error, since sqlite would silently create an empty database. */
+ * file is an error, since sqlite would silently create an empty database. An existing SQLite
+ * file of another account is opened as that account (become_owner). */
 void ctl_open(ctl_t *c, int creating)
 {
     const char *err = NULL;
     apr_finfo_t fi;
 
     resolve_db(c);
+    if (c->sqlite_path) {
+        become_owner(c);
+    }
     if (c->sqlite_path) {
         if (creating) {
             const char *slash = strrchr(c->sqlite_path, '/');

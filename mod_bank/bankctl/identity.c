@@ -42,10 +42,11 @@ static const char *keys_path(ctl_t *c)
     return KEYS_FILE_ETC;
 }
 
-void ctl_load_keys(ctl_t *c)
+/* The keys file and the keys it names, read (as root, before ctl_open gives root up). */
+static bank_keyring_t *read_keys(ctl_t *c, const char *file)
 {
-    const char *file = keys_path(c), *err, *wrong = NULL;
     bank_keyring_t *kr = NULL;
+    const char *err;
     apr_finfo_t fi;
 
     if (apr_stat(&fi, file, APR_FINFO_TYPE, c->pool) != APR_SUCCESS) {
@@ -57,6 +58,14 @@ void ctl_load_keys(ctl_t *c)
     if ((err = bank_keyring_read_conf(c->pool, file, &kr)) != NULL) {
         die(1, "%s", err);
     }
+    return kr;
+}
+
+/* The keys checked against the database as httpd checks them, then used. */
+static void use_keys(ctl_t *c, const char *file, bank_keyring_t *kr)
+{
+    const char *wrong = NULL;
+
     if (bank_store_identity_keys_check(c->db, kr, &wrong) != BANK_DB_OK) {
         ctl_db_fail(c, "cannot check the identity keys");
     }
@@ -66,10 +75,14 @@ void ctl_load_keys(ctl_t *c)
     bank_crypt_use(kr);
 }
 
+/* The keys are read first: root's key files, then the database, opened as its owner. */
 void ctl_open_ready(ctl_t *c)
 {
+    const char *file = keys_path(c);
+    bank_keyring_t *kr = read_keys(c, file);
+
     ctl_open_db(c);
-    ctl_load_keys(c);
+    use_keys(c, file, kr);
 }
 
 /* ---- rekey ---- */

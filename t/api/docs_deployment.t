@@ -66,8 +66,8 @@ my $out = `openssl req -x509 -newkey rsa:2048 -nodes -days 2 -config $dir/ssl/re
 is($?, 0, "$what: openssl makes a key and certificate") or diag($out);
 chmod 0600, "$dir/ssl/$name.key";
 
-# The identity keys, as docs/operations.md makes them; bankctl runs as www-data on SQLite, so
-# there the files are www-data's (owner-only either way).
+# The identity keys, as docs/operations.md makes them: root's, owner-only; bankctl runs as
+# root, reads them, then works as the SQLite file's owner.
 mkdir "$dir/etc/keys";
 for my $k (qw(k1 hash)) {
     system("umask 077 && openssl rand -hex 32 >'$dir/etc/keys/$k.key'") == 0 or die 'openssl rand';
@@ -75,8 +75,6 @@ for my $k (qw(k1 hash)) {
 spew("$dir/etc/identity-keys.conf",
     "BankIdentityKey k1 $dir/etc/keys/k1.key\nBankIdentityHashKey $dir/etc/keys/hash.key\n");
 chmod 0600, "$dir/etc/identity-keys.conf";
-system('chown', '-R', 'www-data:www-data', "$dir/etc/keys", "$dir/etc/identity-keys.conf")
-  if $root && !$pg;
 # On PostgreSQL the suite's database already knows the suite's hash key: these keys are used
 # for this server's start only where the database is its own (SQLite).
 spew("$dir/etc/identity-keys.conf", slurp($ENV{BANK_TEST_KEYS})) if $pg;
@@ -93,8 +91,7 @@ if (!$pg) {
     is($?, 0, "$what: bankctl migrate as www-data") or diag($m);
 }
 local $ENV{BANK_CTL} = $pg ? $ENV{BANK_CTL}
-  : ($root ? 'runuser -u www-data -- ' : '')
-  . "$work/bin/bankctl --db 'sqlite:$dir/lib/bank.db' --keys '$dir/etc/identity-keys.conf'";
+  : "$work/bin/bankctl --db 'sqlite:$dir/lib/bank.db' --keys '$dir/etc/identity-keys.conf'";
 
 my $h = Bank::Docs::Httpd->new(args => ['-f', "$dir/httpd.conf"], port => $port, scheme => 'https',
     log => "$dir/log/mod_bank-error.log", pidfile => "$dir/run/apache2.pid");

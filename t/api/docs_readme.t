@@ -63,7 +63,7 @@ for my $step (@steps) {
     my $cmd = $step =~ s{/var/lib/mod_bank}{$dir/lib}gr =~ s{/etc/mod_bank}{$dir/etc/mod_bank}gr
       =~ s{/etc/apache2}{$dir/apache2}gr =~ s{(^|\s)bankctl\b}{$1$work/bin/bankctl}r;
     $cmd .= " -f $dir/apache2/apache2.conf" if $step eq 'bankctl check';
-    $cmd =~ s/ -o (?:root|www-data) -g www-data// unless $root;
+    $cmd =~ s/ -o (?:root|www-data) -g (?:root|www-data)// unless $root;
     $cmd =~ s/^runuser -u www-data -- // unless $root;
     my $out = `$cmd 2>&1`;
     is($?, 0, "README step runs: $step") or diag($out);
@@ -84,9 +84,20 @@ my $h = Bank::Docs::Httpd->new(args => ['-d', "$dir/apache2", '-f', "$dir/apache
 $h->check_syntax('README');
 $h->start('README') or BAIL_OUT('README configuration does not serve');
 
-local $ENV{BANK_CTL} = ($root ? 'runuser -u www-data -- ' : '')
-  . "$work/bin/bankctl --db 'sqlite:$dir/lib/bank.db' --keys '$dir/etc/mod_bank/identity-keys.conf'";
+# bankctl as the README says: as root (it reads the keys, then works as the database's owner)
+local $ENV{BANK_CTL} =
+  "$work/bin/bankctl --db 'sqlite:$dir/lib/bank.db' --keys '$dir/etc/mod_bank/identity-keys.conf'";
 exercise($h->base, 'README', client_key => $client_key, webhook_secret => $secret);
+SKIP: {
+    skip 'as root only: the owners', 3 unless $root;
+    my $wd = getpwnam('www-data');
+    is_deeply([grep { -e $_ && (stat $_)[4] != $wd } map { "$dir/lib/bank.db$_" } '', '-wal', '-shm'],
+        [], 'bankctl run as root left every database file www-data\'s');
+    is(join(' ', map { (stat "$dir/etc/mod_bank/keys/$_.key")[4] } qw(k1 hash)), '0 0',
+        'the identity keys are root\'s');
+    is(join(' ', map { sprintf '%04o', (stat "$dir/etc/mod_bank/keys/$_.key")[2] & 07777 } qw(k1 hash)),
+        '0600 0600', 'the identity keys are 0600');
+}
 sleep 1;
 is(join("\n", bad_log_lines($h->log_since(0))), '', 'README: nothing at warn or worse after a start');
 

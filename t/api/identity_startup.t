@@ -97,7 +97,12 @@ db_exec("DELETE FROM customers WHERE id = '$id'");
 
 # Key files: read when httpd reads its configuration, so apachectl -t tells.
 my $open = key_file('open.key', $random->(), 0644);
+# a key owned by another account than root's (the user httpd starts as): as root, nobody's
+my $theirs = key_file('theirs.key', $random->(), 0600);
+chown scalar(getpwnam('nobody')), -1, $theirs if $> == 0;
 for my $case (
+    ($> == 0 ? [theirs => "BankIdentityKey t2 $theirs\n$hash",
+        qr/must belong to root or to the user reading it .*chown root:root/] : ()),
     [open    => "BankIdentityKey t2 $open\n$hash",                  qr/only its owner can read/],
     [missing => "BankIdentityKey t2 $dir/none.key\n$hash",          qr/cannot read the key file/],
     [short   => 'BankIdentityKey t2 ' . key_file('short.key', 'abcd') . "\n$hash",
@@ -114,6 +119,9 @@ for my $case (
     like($out, qr/(BankIdentityKey|BankIdentityHashKey): .*$want/, "$name: the message")
       or diag($out);
     unlike($out, qr/[0-9a-f]{64}/, "$name: no key material in the message");
+}
+SKIP: {
+    skip 'a key file of another account: only root can make one (chown)', 1 if $> != 0;
 }
 
 done_testing();

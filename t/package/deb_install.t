@@ -121,7 +121,7 @@ sub holds {
     my ($what) = @_;
     SKIP: {
         skip 'build/flood is not built (make build/flood)', 1 unless -x 'build/flood';
-        my $ctl = "env -u BANK_CHECKOUT -u BANK_SQL_DIR runuser -u www-data -- /usr/bin/bankctl "
+        my $ctl = "env -u BANK_CHECKOUT -u BANK_SQL_DIR /usr/bin/bankctl "
           . "--db sqlite:$dbdir/bank.db --keys $keydir/identity-keys.conf";
         if (!$flood_token) {
             my $t = `$ctl customer add --email flood\@example.com --password flood-password --first Flood --last Probe --phone +2348000000001 2>&1`;
@@ -156,18 +156,17 @@ starts('installed');
 my $site = slurp('/etc/apache2/sites-available/bank.conf');
 like($site, qr{^#\s+install -d -o www-data -g www-data -m 0700 /var/lib/mod_bank$}m,
     'the site says how to make the database directory');
-like($site, qr{^#\s+install -d -m 0750 -o root -g www-data /etc/mod_bank\n#\s+install -d -m 0700 -o www-data -g www-data /etc/mod_bank/keys$}m,
+like($site, qr{^#\s+install -d -m 0750 -o root -g www-data /etc/mod_bank\n#\s+install -d -m 0700 -o root -g root /etc/mod_bank/keys$}m,
     'the site says how to make the identity keys\' directories');
 spew('/etc/apache2/sites-available/bank.conf',
     $site =~ s{/var/lib/mod_bank}{$dbdir}gr =~ s{/etc/mod_bank}{$keydir}gr);
 system('install', '-d', '-o', 'www-data', '-g', 'www-data', '-m', '0700', $dbdir) == 0
   && system('install', '-d', '-o', 'root', '-g', 'www-data', '-m', '0750', $keydir) == 0
-  && system('install', '-d', '-o', 'www-data', '-g', 'www-data', '-m', '0700', "$keydir/keys") == 0
+  && system('install', '-d', '-o', 'root', '-g', 'root', '-m', '0700', "$keydir/keys") == 0
   or die 'install -d';
-# The identity keys as the site's comment makes them (owner-only, www-data's).
+# The identity keys as the site's comment makes them (owner-only, root's).
 for my $k ('k1', 'hash') {
-    system('runuser', '-u', 'www-data', '--', 'sh', '-c',
-        "umask 077 && openssl rand -hex 32 >$keydir/keys/$k.key") == 0 or die "key $k";
+    system('sh', '-c', "umask 077 && openssl rand -hex 32 >$keydir/keys/$k.key") == 0 or die "key $k";
 }
 spew("$keydir/identity-keys.conf",
     "BankIdentityKey k1 $keydir/keys/k1.key\nBankIdentityHashKey $keydir/keys/hash.key\n");

@@ -198,6 +198,17 @@ static void test_key_files(apr_pool_t *p)
     f = write_file(p, dir, "raw", (const char *)want, BANK_KEY_LEN, 0400);
     CHECK(bank_key_file_read(p, f, key) == NULL && memcmp(key, want, BANK_KEY_LEN) == 0);
     unlink(f);
+    /* another account's (as root: nobody's): refused, whatever its mode */
+    if (geteuid() == 0) {
+        f = write_file(p, dir, "theirs", hex, 64, 0600);
+        CHECK(chown(f, 65534, 65534) == 0);
+        CHECK(bank_key_file_read(p, f, key) != NULL);
+        CHECK(strstr(bank_key_file_read(p, f, key), "must belong to root") != NULL);
+        unlink(f);
+    } else {
+        printf("test_crypt: skipped: a key file of another account: only root can make one "
+               "(chown)\n");
+    }
     /* readable by the group or others */
     f = write_file(p, dir, "open", hex, 64, 0640);
     CHECK(bank_key_file_read(p, f, key) != NULL);
