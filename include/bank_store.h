@@ -78,8 +78,10 @@ bank_db_rc bank_store_count_prune(bank_db_t *db, bank_counts_table table, const 
  * schema takes it from any other customer (012_device_owner.sql). */
 bank_db_rc bank_store_device_upsert(bank_db_t *db, const char *customer_id, const char *device,
                                     const char *token_id, const char *now);
-/* Keeps the customer's `keep` devices seen last (BankMaxDevices) and removes the others. */
-bank_db_rc bank_store_device_trim(bank_db_t *db, const char *customer_id, int keep);
+/* Keeps `device` and the customer's `keep` - 1 other devices seen last (BankMaxDevices) and
+ * removes the others. */
+bank_db_rc bank_store_device_trim(bank_db_t *db, const char *customer_id, const char *device,
+                                  int keep);
 
 /* ---- customers, identity records, accounts (bank_store_customer.c) ----
  * A customer's BVN and the identity records are stored sealed with the keyring of

@@ -277,8 +277,8 @@ static bank_db_rc issue(bank_db_t *db, void *baton)
     if ((rc = bank_store_device_upsert(db, f->out->customer.id, f->in->device, token_id, f->now)) !=
             BANK_DB_OK ||
         (f->in->max_devices > 0 &&
-         (rc = bank_store_device_trim(db, f->out->customer.id, f->in->max_devices)) !=
-             BANK_DB_OK) ||
+         (rc = bank_store_device_trim(db, f->out->customer.id, f->in->device,
+                                      f->in->max_devices)) != BANK_DB_OK) ||
         (rc = bank_counter_take(db, &f->email, &f->cleared)) != BANK_DB_OK) {
         return rc;
     }

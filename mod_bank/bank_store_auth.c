@@ -130,12 +130,12 @@ const bank_stmt_t bank_store_auth_sql[] = {
      "INSERT INTO devices (customer_id, device_token, token_id, created_at, last_seen_at)"
      " VALUES ({uuid}, %s, %lld, %pDz, %pDz) ON CONFLICT (customer_id, device_token)"
      " DO UPDATE SET last_seen_at = excluded.last_seen_at, token_id = excluded.token_id"},
-    /* BankMaxDevices: all but the customer's N devices seen last go (args: customer, customer,
-     * N). */
+    /* BankMaxDevices: the device just signed in on stays, with the customer's N - 1 others
+     * seen last; the rest go (args: customer, device, customer, device, N - 1). */
     {"bank_device_trim",
-     "DELETE FROM devices WHERE customer_id = {uuid} AND device_token NOT IN"
-     " (SELECT device_token FROM devices WHERE customer_id = {uuid}"
-     " ORDER BY last_seen_at DESC, device_token LIMIT %d)"},
+     "DELETE FROM devices WHERE customer_id = {uuid} AND device_token <> %s"
+     " AND device_token NOT IN (SELECT device_token FROM devices WHERE customer_id = {uuid}"
+     " AND device_token <> %s ORDER BY last_seen_at DESC, device_token LIMIT %d)"},
     {NULL, NULL}};
 /* clang-format on */
 
@@ -315,8 +315,10 @@ bank_db_rc bank_store_device_upsert(bank_db_t *db, const char *customer_id, cons
     return bank_db_exec(db, "bank_device_upsert", NULL, BANK_NARGS(args), args);
 }
 
-bank_db_rc bank_store_device_trim(bank_db_t *db, const char *customer_id, int keep)
+bank_db_rc bank_store_device_trim(bank_db_t *db, const char *customer_id, const char *device,
+                                  int keep)
 {
-    const char *args[] = {customer_id, customer_id, apr_itoa(bank_db_pool(db), keep)};
+    const char *args[] = {customer_id, device, customer_id, device,
+                          apr_itoa(bank_db_pool(db), keep > 0 ? keep - 1 : 0)};
     return bank_db_exec(db, "bank_device_trim", NULL, BANK_NARGS(args), args);
 }

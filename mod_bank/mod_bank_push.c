@@ -302,11 +302,6 @@ static bank_db_rc settle_one(server_rec *s, bank_db_t *db, apr_pool_t *p, const 
     }
     rc = bank_store_push_settle(db, m->id, lease, state, next, strcmp(state, "pending") ? at : NULL,
                                 r->why, &settled);
-    /* the row first: the device's removal makes the device's other unsent rows unregistered
-     * (012_device_owner.sql), and would take this one from its lease */
-    if (rc == BANK_DB_OK && outcome == BANK_M_PUSH_UNREGISTERED) {
-        rc = bank_store_push_device_drop(db, m->device_token);
-    }
     if (rc != BANK_DB_OK) {
         return rc;
     }
@@ -321,7 +316,8 @@ static bank_db_rc settle_one(server_rec *s, bank_db_t *db, apr_pool_t *p, const 
                                                            : "given up (bankctl push retry)",
                      outcome == BANK_M_PUSH_RETRIED ? next : "");
     }
-    if (!settled) {
+    /* an unregistered row is settled by its device's removal already (drops_first) */
+    if (!settled && outcome != BANK_M_PUSH_UNREGISTERED) {
         ap_log_error(APLOG_MARK, APLOG_WARNING, 0, s,
                      BANKLOGNO(1805) "push message %" APR_INT64_T_FMT ": its lease ended before "
                                      "the outcome was written (BankPushTimeout too short for "
@@ -341,10 +337,28 @@ typedef struct {
     int n;
 } settle_batch;
 
+/* The devices FCM no longer knows, removed before any outbox row of the round is touched:
+ * the removal's trigger (012_device_owner.sql) marks the device's unsent rows, this round's
+ * among them, unregistered. A sign-in or sign-out removing a device takes the device's row
+ * first and the outbox rows after, so the round takes its locks in the same order and the
+ * two never wait for each other. */
+static bank_db_rc drops_first(bank_db_t *db, const settle_batch *b)
+{
+    bank_db_rc rc = BANK_DB_OK;
+    int i;
+
+    for (i = 0; rc == BANK_DB_OK && i < b->n; i++) {
+        if (b->out[i].verdict == BANK_PUSH_UNREGISTERED) {
+            rc = bank_store_push_device_drop(db, b->msgs[i].device_token);
+        }
+    }
+    return rc;
+}
+
 static bank_db_rc settle_all(bank_db_t *db, void *baton)
 {
     settle_batch *b = baton;
-    bank_db_rc rc = BANK_DB_OK;
+    bank_db_rc rc = drops_first(db, b);
     int i, sent = 0, marked = 0;
 
     for (i = 0; rc == BANK_DB_OK && i < b->n; i++) {

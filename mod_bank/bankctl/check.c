@@ -44,6 +44,7 @@ typedef struct {
     apr_array_header_t *providers;  /* const char *: "KIND [URL]" */
     apr_array_header_t *credentials;
     apr_array_header_t *key_files;
+    apr_array_header_t *identity_keys; /* of BankIdentity*: root's (or the starting user's) */
 } scope_t;
 
 typedef struct {
@@ -75,6 +76,7 @@ static scope_t *new_scope(apr_pool_t *p, const char *name)
     s->providers = apr_array_make(p, 2, sizeof(const char *));
     s->credentials = apr_array_make(p, 2, sizeof(const char *));
     s->key_files = apr_array_make(p, 2, sizeof(const char *));
+    s->identity_keys = apr_array_make(p, 2, sizeof(const char *));
     return s;
 }
 
@@ -263,7 +265,9 @@ static void directive(conf_t *cf, const char *name, const apr_array_header_t *a,
             if (!strncmp(v, "file:", 5) && v[5]) {
                 APR_ARRAY_PUSH(s->key_files, const char *) = v + 5;
             } else if (v[0] == '/' && strcasestr(name, "key")) {
-                APR_ARRAY_PUSH(s->key_files, const char *) = v;
+                APR_ARRAY_PUSH(strncasecmp(name, "BankIdentity", 12) ? s->key_files
+                                                                     : s->identity_keys,
+                               const char *) = v;
             }
         }
     }
@@ -357,6 +361,9 @@ static const char *conninfo_value(apr_pool_t *p, const char *params, const char 
 static void file_mode(conf_t *cf, const char *check, const char *path, const struct passwd *owner)
 {
     apr_pool_t *p = cf->c->pool;
+    /* copied first: getpwuid below may reuse the static entry owner points into */
+    uid_t want = owner ? owner->pw_uid : 0;
+    const char *want_name = owner ? apr_pstrdup(p, owner->pw_name) : NULL;
     struct stat st;
     struct passwd *pw;
 
@@ -365,11 +372,11 @@ static void file_mode(conf_t *cf, const char *check, const char *path, const str
         return;
     }
     pw = getpwuid(st.st_uid);
-    if ((st.st_mode & 077) || !(st.st_mode & 0400) || (owner && st.st_uid != owner->pw_uid)) {
+    if ((st.st_mode & 077) || !(st.st_mode & 0400) || (want_name && st.st_uid != want)) {
         say(cf, 0, check,
             apr_psprintf(p, "%s is %04o, owner %s: must be readable by %s only (chmod go= %s)",
                          path, (unsigned)(st.st_mode & 07777), pw ? pw->pw_name : "?",
-                         owner ? owner->pw_name : "its owner", path));
+                         want_name ? want_name : "its owner", path));
         return;
     }
     say(cf, 1, check,
@@ -536,15 +543,21 @@ static int pool_checks(conf_t *cf, const scope_t *s, const scope_t *inherit)
     return max;
 }
 
-/* The key files, as httpd reads them (as root, before it switches user): present, readable
- * by their owner, nobody else's to read. */
+/* The key files, as httpd reads them (as the user it starts as, root, before it switches
+ * user): present, readable by their owner only; the identity keys also that user's
+ * (bank_key_file_read refuses an identity key of another account). */
 static void key_checks(conf_t *cf, const scope_t *s)
 {
+    const struct passwd *starter = getpwuid(geteuid());
     int i;
 
     for (i = 0; i < s->key_files->nelts; i++) {
         file_mode(cf, "file mode of a key file", APR_ARRAY_IDX(s->key_files, i, const char *),
                   NULL);
+    }
+    for (i = 0; i < s->identity_keys->nelts; i++) {
+        file_mode(cf, "file mode of an identity key",
+                  APR_ARRAY_IDX(s->identity_keys, i, const char *), starter);
     }
 }
 

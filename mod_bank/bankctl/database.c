@@ -94,23 +94,24 @@ static void become_owner(ctl_t *c)
         return;
     }
     pw = getpwuid(st.st_uid);
-    if (setgid(st.st_gid) != 0 ||
-        (pw ? initgroups(pw->pw_name, st.st_gid) : setgroups(0, NULL)) != 0 ||
+    if (setgid(pw ? pw->pw_gid : st.st_gid) != 0 ||
+        (pw ? initgroups(pw->pw_name, pw->pw_gid) : setgroups(0, NULL)) != 0 ||
         setuid(st.st_uid) != 0) {
         die(1, "cannot switch to the owner (uid %ld) of %s", (long)st.st_uid, c->sqlite_path);
     }
 }
 
-/* Opens the connection. creating: the SQLite file may be new (migrate); otherwise a missing
- * file is an error, since sqlite would silently create an empty database. An existing SQLite
- * file of another account is opened as that account (become_owner). */
+/* Opens the connection. creating: the SQLite file may be new (migrate, which reads its SQL
+ * files after this and stays the user it was started as); otherwise a missing file is an
+ * error, since sqlite would silently create an empty database, and an existing SQLite file of
+ * another account is opened as that account (become_owner). */
 void ctl_open(ctl_t *c, int creating)
 {
     const char *err = NULL;
     apr_finfo_t fi;
 
     resolve_db(c);
-    if (c->sqlite_path) {
+    if (c->sqlite_path && !creating) {
         become_owner(c);
     }
     if (c->sqlite_path) {

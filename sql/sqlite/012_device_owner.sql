@@ -14,6 +14,9 @@ ALTER TABLE devices ADD COLUMN token_id INTEGER
     REFERENCES auth_access_tokens (id) ON DELETE CASCADE;
 CREATE INDEX IF NOT EXISTS devices_token_id ON devices (token_id);
 CREATE INDEX IF NOT EXISTS devices_device_token ON devices (device_token);
+-- The unsent messages of one device, for devices_gone (a backlog is not read whole).
+CREATE INDEX IF NOT EXISTS push_outbox_pending_device ON push_outbox (device_token, customer_id)
+    WHERE state = 'pending';
 
 CREATE TRIGGER IF NOT EXISTS devices_gone AFTER DELETE ON devices
 BEGIN

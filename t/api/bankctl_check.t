@@ -169,6 +169,19 @@ spew("$dir/otherkeys/keys.conf", "BankIdentityKey k9 $dir/otherkeys/k9.key\n"
 fails('otherkeys', conf(keys => "$dir/otherkeys/keys.conf"),
     qr/^FAIL identity keys: .*httpd refuses to start with them and a reload is refused/m,
     'keys the database was not sealed with');
+SKIP: {
+    skip 'an identity key of another account: only root can make one (chown)', 3 unless $root;
+    # the suite's own keys, one of them given to nobody: httpd would refuse it
+    mkdir "$dir/theirkeys";
+    my $conf_keys = slurp($ENV{BANK_TEST_KEYS});
+    my ($hash) = $conf_keys =~ /^BankIdentityHashKey (\S+)$/m;
+    system('cp', '-p', $hash, "$dir/theirkeys/hash.key") == 0 or die 'cp';
+    chown scalar(getpwnam('nobody')), -1, "$dir/theirkeys/hash.key";
+    spew("$dir/theirkeys/keys.conf", $conf_keys =~ s/^BankIdentityHashKey \S+$/BankIdentityHashKey $dir\/theirkeys\/hash.key/mr);
+    fails('theirkeys', conf(keys => "$dir/theirkeys/keys.conf"),
+        qr/^FAIL file mode of an identity key: \Q$dir\E\/theirkeys\/hash\.key is 0600, owner nobody: must be readable by root only/m,
+        'an identity key of another account than root');
+}
 
 # A schema newer than this build's (a later release migrated it).
 my $sql = sub {

@@ -136,11 +136,4 @@ my $erin = customer_with_devices(0);
 sign_in_on($erin, "erin-$u-$_", '/tight/sign_in') for 1 .. 3;
 is(devices_of($erin), "erin-$u-2,erin-$u-3", 'BankMaxDevices 2 per Location: the two seen last');
 
-# --- a sign-in taking a phone is one transaction: refused, it takes nothing ---------------
-my $phone4 = "fourth-phone-$u";
-sign_in_on($bob, $phone4);
-my $res = json_request('POST', '/auth/sign_in', headers => { Authorization => "Bearer $CLIENT_KEY" },
-    body => { email => $alice->{email}, password => 'wrong-password', deviceToken => $phone4 });
-is($res->code, 400, 'a wrong password: 400');
-is(holders($phone4), $bob->{id}, 'a refused sign-in takes no phone');
 done_testing();

@@ -174,12 +174,17 @@ static void test_claims(bank_db_t *db)
     if (!d) {
         return;
     }
-    /* the device goes: its row is settled unregistered (first, as the sender does: the
-     * device's removal takes its unsent rows from their leases), the other device stays */
+    /* the device goes, first, as the sender does: its removal settles its unsent rows
+     * unregistered, this leased one too (the sender's own settle then finds nothing left
+     * under its lease); the other device stays */
+    CHECK(bank_store_push_device_drop(db, d->device_token) == BANK_DB_OK);
     CHECK(bank_store_push_settle(db, d->id, "lease-d", "unregistered", OLD_LATER, OLD_LATER,
                                  "FCM answered HTTP 404", &settled) == BANK_DB_OK &&
-          settled == 1);
-    CHECK(bank_store_push_device_drop(db, d->device_token) == BANK_DB_OK);
+          settled == 0);
+    CHECK(count_of(db, apr_psprintf(p,
+                                    "SELECT count(*) FROM push_outbox WHERE id = %" APR_INT64_T_FMT
+                                    " AND state = 'unregistered' AND lease IS NULL",
+                                    d->id)) == 1);
     CHECK(count_of(db, apr_psprintf(p, "SELECT count(*) FROM devices WHERE customer_id = '%s'",
                                     c.id)) == 1);
 }
@@ -381,7 +386,7 @@ static void test_device_trim(bank_db_t *db)
               BANK_DB_OK);
     }
     CHECK(devices_of(db, c.id, NULL) == 12);
-    CHECK(bank_store_device_trim(db, c.id, 10) == BANK_DB_OK);
+    CHECK(bank_store_device_trim(db, c.id, apr_psprintf(p, "%sd11", pre), 10) == BANK_DB_OK);
     CHECK(devices_of(db, c.id, NULL) == 10);
     CHECK(devices_of(db, c.id, apr_psprintf(p, "%sd00", pre)) == 0);
     CHECK(devices_of(db, c.id, apr_psprintf(p, "%sd01", pre)) == 0);
@@ -389,10 +394,16 @@ static void test_device_trim(bank_db_t *db)
     /* seen again, the oldest one left is the newest now, and another goes */
     CHECK(bank_store_device_upsert(db, c.id, apr_psprintf(p, "%sd02", pre), NULL,
                                    "2000-01-01T00:01:00.000Z") == BANK_DB_OK);
-    CHECK(bank_store_device_trim(db, c.id, 9) == BANK_DB_OK);
+    CHECK(bank_store_device_trim(db, c.id, apr_psprintf(p, "%sd02", pre), 9) == BANK_DB_OK);
     CHECK(devices_of(db, c.id, apr_psprintf(p, "%sd02", pre)) == 1);
     CHECK(devices_of(db, c.id, apr_psprintf(p, "%sd03", pre)) == 0);
     CHECK(devices_of(db, c.id, NULL) == 9);
+    /* the device signed in on stays even when its last-seen time is not the newest (a
+     * sign-in that began earlier but commits later) */
+    CHECK(bank_store_device_trim(db, c.id, apr_psprintf(p, "%sd04", pre), 2) == BANK_DB_OK);
+    CHECK(devices_of(db, c.id, apr_psprintf(p, "%sd04", pre)) == 1);
+    CHECK(devices_of(db, c.id, apr_psprintf(p, "%sd02", pre)) == 1);
+    CHECK(devices_of(db, c.id, NULL) == 2);
 }
 
 /* One customer's backlog delays another's message by one round at most: every customer's
