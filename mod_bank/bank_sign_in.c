@@ -264,7 +264,7 @@ static bank_db_rc refuse(flow_t *f)
 static bank_db_rc issue(bank_db_t *db, void *baton)
 {
     flow_t *f = baton;
-    const char *token_id = NULL, *secret;
+    const char *secret;
     bank_db_rc rc;
 
     if ((rc = bank_token_issue(db, f->pool, f->out->customer.id, f->in->lifetime,
@@ -273,9 +273,9 @@ static bank_db_rc issue(bank_db_t *db, void *baton)
         return rc;
     }
     /* the device is the new session's: signing it out removes the device (C6) */
-    (void)bank_token_decode(f->pool, f->out->token, &token_id, &secret);
-    if ((rc = bank_store_device_upsert(db, f->out->customer.id, f->in->device, token_id, f->now)) !=
-            BANK_DB_OK ||
+    (void)bank_token_decode(f->pool, f->out->token, &f->out->token_id, &secret);
+    if ((rc = bank_store_device_upsert(db, f->out->customer.id, f->in->device, f->out->token_id,
+                                       f->now)) != BANK_DB_OK ||
         (f->in->max_devices > 0 &&
          (rc = bank_store_device_trim(db, f->out->customer.id, f->in->device,
                                       f->in->max_devices)) != BANK_DB_OK) ||
@@ -320,7 +320,6 @@ bank_db_rc bank_sign_in(bank_db_t *db, const bank_sign_in_t *in, bank_sign_in_re
     flow_t f;
     bank_sign_in_verdict v;
     bank_count_t n;
-    const char *secret;
     bank_db_rc rc;
     int ok;
 
@@ -367,12 +366,12 @@ bank_db_rc bank_sign_in(bank_db_t *db, const bank_sign_in_t *in, bank_sign_in_re
         return failed(&f, rc, "issuing the token");
     }
     if (f.cleared.over || f.late != BANK_SIGN_IN_OK) {
-        out->token = out->expires = NULL; /* the late budget's verdict is set already */
+        /* rolled back; the late budget's verdict is set already */
+        out->token = out->expires = out->token_id = NULL;
         return f.cleared.over ? over(&f, BANK_SIGN_IN_FLOODED, &f.email, &f.cleared) : BANK_DB_OK;
     }
     out->failures = f.cleared.failures;
     (void)bank_counter_prune(db, &f.email); /* best effort: a failure is logged there */
-    bank_token_decode(f.pool, out->token, &out->token_id, &secret);
     out->verdict = BANK_SIGN_IN_OK;
     return BANK_DB_OK;
 }
