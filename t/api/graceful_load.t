@@ -4,8 +4,9 @@
 # deployment.md's SQLite pool, mod_dbd's defaults, deployment.md's PostgreSQL pool), under
 # the worker MPM the dev server and the production configuration run; the shipped files
 # themselves: t/api/graceful_shipped.t. Every answer must be 200 (no 503, no connection
-# error, no request cut on a kept connection) and the error log must have no line at crit
-# or worse (AH00636 child init failed) and no failed prepare (AH00632).
+# error, at most one request per restart cut on a kept connection and sent again) and the
+# error log must have no line at crit or worse (AH00636 child init failed) and no failed
+# prepare (AH00632).
 use strict;
 use warnings FATAL => 'all';
 use Apache::Test qw(-withtestmore);

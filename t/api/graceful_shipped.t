@@ -142,7 +142,9 @@ CONF
             $set{StartServers}, $set{ThreadsPerChild}, $what);
         under_restarts($h, $what, dir => $dir, token => $token, webhook => '/webhook/partner',
             secret => $secret, host => $name,
-            $mpm eq 'event' ? (cuts => 'the event MPM closes idle keep-alive connections') : ());
+            $mpm eq 'event'
+            ? (cuts => 'the event MPM closes idle keep-alive connections', most => 10 * 4)
+            : ());
     }
     $h->stop;
   }
