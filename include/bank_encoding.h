@@ -23,6 +23,13 @@ int bank_b64url_decode(apr_pool_t *p, const char *in, unsigned char **out, apr_s
 char *bank_b64std_encode(apr_pool_t *p, const unsigned char *in, apr_size_t len);
 int bank_b64std_decode(apr_pool_t *p, const char *in, unsigned char **out, apr_size_t *outlen);
 
+/* RFC 3629 UTF-8: the length (2 to 4) of the multi-byte sequence that starts s, of at most
+ * avail bytes, or 0 if it is not one (an overlong form, a surrogate, above U+10FFFF, cut
+ * short, or an ASCII byte). */
+apr_size_t bank_utf8_sequence(const unsigned char *s, apr_size_t avail);
+/* 1 if the len bytes at s are UTF-8 text by RFC 3629 (NUL bytes included), else 0. */
+int bank_utf8_valid(const char *s, apr_size_t len);
+
 /* The value of one hex digit (either case), or -1. */
 int bank_hex_digit(int c);
 /* Lower-case hex. */

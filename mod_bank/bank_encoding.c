@@ -142,3 +142,50 @@ char *bank_ascii_lower(apr_pool_t *p, const char *s)
     }
     return out;
 }
+
+apr_size_t bank_utf8_sequence(const unsigned char *s, apr_size_t avail)
+{
+    unsigned char c = s[0];
+    unsigned long cp, min;
+    apr_size_t n, k;
+
+    if (c >= 0xC2 && c <= 0xDF) {
+        n = 1, cp = c & 0x1F, min = 0x80;
+    } else if (c >= 0xE0 && c <= 0xEF) {
+        n = 2, cp = c & 0x0F, min = 0x800;
+    } else if (c >= 0xF0 && c <= 0xF4) {
+        n = 3, cp = c & 0x07, min = 0x10000;
+    } else {
+        return 0;
+    }
+    if (avail <= n) {
+        return 0;
+    }
+    for (k = 1; k <= n; k++) {
+        if ((s[k] & 0xC0) != 0x80) {
+            return 0;
+        }
+        cp = (cp << 6) | (s[k] & 0x3F);
+    }
+    if (cp < min || cp > 0x10FFFF || (cp >= 0xD800 && cp <= 0xDFFF)) {
+        return 0;
+    }
+    return n + 1;
+}
+
+int bank_utf8_valid(const char *s, apr_size_t len)
+{
+    const unsigned char *u = (const unsigned char *)s;
+    apr_size_t i = 0, n;
+
+    while (i < len) {
+        if (u[i] < 0x80) {
+            i++;
+        } else if ((n = bank_utf8_sequence(u + i, len - i)) != 0) {
+            i += n;
+        } else {
+            return 0;
+        }
+    }
+    return 1;
+}

@@ -97,8 +97,7 @@ static const char *text_problem(const unsigned char *s, apr_size_t len, scan_t *
 
     while (i < len) {
         unsigned char c = s[i];
-        apr_size_t n, k;
-        unsigned long cp, min;
+        apr_size_t n;
 
         if (c < 0x80) {
             if (in_string) {
@@ -134,28 +133,10 @@ static const char *text_problem(const unsigned char *s, apr_size_t len, scan_t *
         if (!in_string) {
             return NOT_UTF8_JSON; /* non-ASCII bytes only inside strings */
         }
-        if (c >= 0xC2 && c <= 0xDF) {
-            n = 1, cp = c & 0x1F, min = 0x80;
-        } else if (c >= 0xE0 && c <= 0xEF) {
-            n = 2, cp = c & 0x0F, min = 0x800;
-        } else if (c >= 0xF0 && c <= 0xF4) {
-            n = 3, cp = c & 0x07, min = 0x10000;
-        } else {
+        if ((n = bank_utf8_sequence(s + i, len - i)) == 0) {
             return NOT_UTF8_JSON;
         }
-        if (len - i <= n) {
-            return NOT_UTF8_JSON;
-        }
-        for (k = 1; k <= n; k++) {
-            if ((s[i + k] & 0xC0) != 0x80) {
-                return NOT_UTF8_JSON;
-            }
-            cp = (cp << 6) | (s[i + k] & 0x3F);
-        }
-        if (cp < min || cp > 0x10FFFF || (cp >= 0xD800 && cp <= 0xDFFF)) {
-            return NOT_UTF8_JSON;
-        }
-        i += n + 1;
+        i += n;
     }
     return NULL;
 }

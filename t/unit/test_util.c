@@ -347,9 +347,56 @@ static void test_days_in_month(void)
     CHECK(bank_days_in_month(2024, -1) == 0);
 }
 
+/* RFC 3629's rules, each at its edge (bank_utf8_valid, bank_utf8_sequence). */
+static void test_utf8(void)
+{
+    static const struct {
+        const char *s;
+        int ok;
+    } vec[] = {
+        {"", 1},
+        {"Ada Obi", 1},
+        {"\xc3\x89meka", 1},     /* U+00C9 */
+        {"\xe2\x82\xa6", 1},     /* U+20A6 NAIRA SIGN */
+        {"\xf0\x9f\x98\x80", 1}, /* U+1F600 */
+        {"\xf4\x8f\xbf\xbf", 1}, /* U+10FFFF, the last */
+        {"\xc2\x80", 1},         /* U+0080, the first of two bytes */
+        {"\xc0\xaf", 0},         /* overlong '/' */
+        {"\xc1\xbf", 0},         /* overlong */
+        {"\xe0\x80\xaf", 0},     /* overlong, three bytes */
+        {"\xf0\x80\x80\xaf", 0}, /* overlong, four bytes */
+        {"\xed\xa0\x80", 0},     /* U+D800, a surrogate */
+        {"\xed\xbf\xbf", 0},     /* U+DFFF */
+        {"\xf4\x90\x80\x80", 0}, /* U+110000, above the last */
+        {"\xf5\x80\x80\x80", 0}, /* no such lead byte */
+        {"\xff\xfe", 0},         /* never in UTF-8 */
+        {"\x80", 0},             /* a continuation byte alone */
+        {"\xc3", 0},             /* cut short at the end */
+        {"\xe2\x82", 0},         /* cut short */
+        {"\xe2\x82"
+         "A",
+         0}, /* not a continuation byte */
+    };
+    apr_size_t i;
+
+    for (i = 0; i < sizeof(vec) / sizeof(vec[0]); i++) {
+        if (bank_utf8_valid(vec[i].s, strlen(vec[i].s)) != vec[i].ok) {
+            fprintf(stderr, "utf8 vector %lu\n", (unsigned long)i);
+            CHECK(0);
+        } else {
+            CHECK(1);
+        }
+    }
+    CHECK(bank_utf8_sequence((const unsigned char *)"\xe2\x82\xa6", 3) == 3);
+    CHECK(bank_utf8_sequence((const unsigned char *)"\xe2\x82\xa6", 2) == 0); /* avail */
+    CHECK(bank_utf8_sequence((const unsigned char *)"A", 1) == 0);            /* ASCII */
+    CHECK(bank_utf8_valid("a\0b", 3) == 1); /* a NUL byte is ASCII */
+}
+
 static void run_tests(apr_pool_t *p)
 {
     test_days_in_month();
+    test_utf8();
     test_base64(p);
     test_digests(p);
     test_random(p);
