@@ -126,6 +126,10 @@ typedef struct {
 
 bank_db_rc bank_store_bvn_record_upsert(bank_db_t *db, const bank_bvn_record_t *rec,
                                         const char *now);
+/* n records added or replaced as bank_store_bvn_record_upsert does, in one transaction
+ * (bankctl bvn import's batch); *replaced: how many had a record already. */
+bank_db_rc bank_store_bvn_records_load(bank_db_t *db, const bank_bvn_record_t *recs, int n,
+                                       const char *now, int *replaced);
 /* An identity provider's match (docs/identity.md): names and date, no phone, the provider
  * as source and now as when it was checked. */
 bank_db_rc bank_store_bvn_record_keep(bank_db_t *db, const bank_bvn_record_t *rec,

@@ -61,6 +61,17 @@ apr_pool_t *bank_db_pool(const bank_db_t *db)
     return db->pool;
 }
 
+apr_pool_t *bank_db_use_pool(bank_db_t *db, apr_pool_t *p)
+{
+    apr_pool_t *before = db->pool;
+
+    db->pool = p;
+    db->error = NULL;
+    /* the cleanup that rolls back a forgotten transaction goes with the pool in use */
+    db->txn_cleanup = 0;
+    return before;
+}
+
 int bank_db_transient(bank_db_t *db, bank_db_rc rc)
 {
     if (rc == BANK_DB_BUSY || rc == BANK_DB_NO_STMT) {

@@ -421,9 +421,10 @@ bank_db_rc bank_store_customer_set_bvn(bank_db_t *db, const char *id, const char
 /* ---- identity records ---- */
 
 /* Writes rec sealed by statement label (upsert or keep, whose extra arguments come between
- * created_at and the hash), after dropping a plain record of the same BVN. */
+ * created_at and the hash), after dropping a plain record of the same BVN unless the caller
+ * knows there is none (plain 0). */
 static bank_db_rc record_write(bank_db_t *db, const char *label, const bank_bvn_record_t *rec,
-                               const char *now, const char *source)
+                               const char *now, const char *source, int plain)
 {
     const char *hash = NULL, *plain_args[] = {rec->bvn};
     bank_bvn_record_t s;
@@ -432,7 +433,8 @@ static bank_db_rc record_write(bank_db_t *db, const char *label, const bank_bvn_
     memset(&s, 0, sizeof(s));
     if ((rc = hash_of(db, rec->bvn, &hash)) != BANK_DB_OK ||
         (rc = seal_record(db, rec, hash, &s)) != BANK_DB_OK ||
-        (rc = bank_db_exec(db, "bank_bvn_record_drop_plain", NULL, 1, plain_args)) != BANK_DB_OK) {
+        (plain && (rc = bank_db_exec(db, "bank_bvn_record_drop_plain", NULL, 1, plain_args)) !=
+                      BANK_DB_OK)) {
         return rc;
     }
     if (source) {
@@ -462,7 +464,7 @@ typedef struct {
 static bank_db_rc upsert_txn(bank_db_t *db, void *baton)
 {
     upsert_t *u = baton;
-    return record_write(db, "bank_bvn_record_upsert", u->rec, u->now, NULL);
+    return record_write(db, "bank_bvn_record_upsert", u->rec, u->now, NULL, 1);
 }
 
 bank_db_rc bank_store_bvn_record_upsert(bank_db_t *db, const bank_bvn_record_t *rec,
@@ -472,10 +474,60 @@ bank_db_rc bank_store_bvn_record_upsert(bank_db_t *db, const bank_bvn_record_t *
     return bank_db_transaction(db, upsert_txn, &u);
 }
 
+typedef struct {
+    const bank_bvn_record_t *recs;
+    int n;
+    const char *now;
+    int replaced;
+} load_t;
+
+/* Each record: is one kept (sealed or plain)? Then it is replaced, a plain one dropped
+ * first; else only inserted. Two round trips for a new record, three for a kept one. */
+static bank_db_rc load_txn(bank_db_t *db, void *baton)
+{
+    load_t *l = baton;
+    bank_db_rc rc;
+    int i;
+
+    l->replaced = 0;
+    for (i = 0; i < l->n; i++) {
+        const char *hash = NULL;
+        record_raw_t raw;
+
+        if ((rc = hash_of(db, l->recs[i].bvn, &hash)) != BANK_DB_OK) {
+            return rc;
+        }
+        {
+            const char *args[] = {hash, l->recs[i].bvn};
+            rc = bank_db_row(db, "bank_bvn_record_get", BANK_NARGS(args), args, record_cols, &raw,
+                             sizeof(raw));
+        }
+        if (rc != BANK_DB_OK && rc != BANK_DB_NOT_FOUND) {
+            return rc;
+        }
+        l->replaced += rc == BANK_DB_OK;
+        if ((rc = record_write(db, "bank_bvn_record_upsert", &l->recs[i], l->now, NULL,
+                               rc == BANK_DB_OK)) != BANK_DB_OK) {
+            return rc;
+        }
+    }
+    return BANK_DB_OK;
+}
+
+bank_db_rc bank_store_bvn_records_load(bank_db_t *db, const bank_bvn_record_t *recs, int n,
+                                       const char *now, int *replaced)
+{
+    load_t l = {recs, n, now, 0};
+    bank_db_rc rc = bank_db_transaction(db, load_txn, &l);
+
+    *replaced = rc == BANK_DB_OK ? l.replaced : 0;
+    return rc;
+}
+
 bank_db_rc bank_store_bvn_record_keep(bank_db_t *db, const bank_bvn_record_t *rec,
                                       const char *source, const char *now)
 {
-    return record_write(db, "bank_bvn_record_keep", rec, now, source);
+    return record_write(db, "bank_bvn_record_keep", rec, now, source, 1);
 }
 
 bank_db_rc bank_store_bvn_record_delete(bank_db_t *db, const char *bvn, int *count)

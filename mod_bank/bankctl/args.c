@@ -9,6 +9,7 @@
 #include <apr_file_info.h>
 #include "bankctl.h"
 #include "bank_limits.h"
+#include "bank_encoding.h"
 #include "bank_validate.h"
 
 #define SECRET_INPUT_MAX 8192 /* BANK_PASSWORD_MAX characters of up to 4 bytes, and a newline */
@@ -41,8 +42,9 @@ apr_table_t *ctl_parse_opts(ctl_t *c, int argc, const char *const *argv,
             printf("usage: bankctl [--db DB] %s\n", command->usage);
             exit(0);
         }
-        /* A command's one positional argument (has_value 2), given once. */
-        if (a[0] != '-') {
+        /* A command's one positional argument (has_value 2), given once; "-" is one (standard
+         * input). */
+        if (a[0] != '-' || strcmp(a, "-") == 0) {
             for (o = spec; o->name && o->has_value != 2; o++) {
             }
             if (o->name && !apr_table_get(t, o->name)) {
@@ -104,28 +106,56 @@ const char *ctl_need(apr_table_t *o, const char *name, const char *cmd)
     return v;
 }
 
-/* A name-like value: 1..max characters, no control characters. */
-void ctl_check_text(const char *cmd, const char *opt, const char *v, apr_size_t max)
+/* A name-like value: 1..max characters, no control characters; NULL, or what is wrong. */
+const char *ctl_text_problem(apr_pool_t *p, const char *v, apr_size_t max)
 {
     const char *s;
-    apr_size_t n = bank_utf8_length(v);
 
     for (s = v; *s; s++) {
         if ((unsigned char)*s < 0x20 || *s == 0x7f) {
-            die(EXIT_USAGE, "%s: --%s must not contain control characters", cmd, opt);
+            return "must not contain control characters";
         }
     }
-    if (n < 1 || n > max || v[strspn(v, " ")] == '\0') {
-        die(EXIT_USAGE, "%s: --%s must be 1 to %" APR_SIZE_T_FMT " characters", cmd, opt, max);
+    if (!bank_utf8_valid(v, strlen(v))) {
+        return "must be UTF-8 text";
     }
+    if (bank_utf8_length(v) < 1 || bank_utf8_length(v) > max || v[strspn(v, " ")] == '\0') {
+        return apr_psprintf(p, "must be 1 to %" APR_SIZE_T_FMT " characters", max);
+    }
+    return NULL;
+}
+
+void ctl_check_text(const char *cmd, const char *opt, const char *v, apr_size_t max)
+{
+    apr_pool_t *p;
+    const char *why;
+
+    apr_pool_create(&p, NULL);
+    if ((why = ctl_text_problem(p, v, max)) != NULL) {
+        die(EXIT_USAGE, "%s: --%s %s", cmd, opt, why);
+    }
+    apr_pool_destroy(p);
+}
+
+const char *ctl_phone_problem(apr_pool_t *p, const char *v)
+{
+    if (v[0] == '\0' || strlen(v) > BANK_PHONE_MAX || v[strspn(v, "+0123456789 -()")] != '\0') {
+        return apr_psprintf(p, "must be 1 to %d of the characters +0-9, space, -()",
+                            BANK_PHONE_MAX);
+    }
+    return NULL;
 }
 
 void ctl_check_phone(const char *cmd, const char *v)
 {
-    if (v[0] == '\0' || strlen(v) > BANK_PHONE_MAX || v[strspn(v, "+0123456789 -()")] != '\0') {
-        die(EXIT_USAGE, "%s: --phone must be 1 to %d of the characters +0-9, space, -()", cmd,
-            BANK_PHONE_MAX);
+    apr_pool_t *p;
+    const char *why;
+
+    apr_pool_create(&p, NULL);
+    if ((why = ctl_phone_problem(p, v)) != NULL) {
+        die(EXIT_USAGE, "%s: --phone %s", cmd, why);
     }
+    apr_pool_destroy(p);
 }
 
 long ctl_parse_range(const char *cmd, const char *opt, const char *v, long min, long max)

@@ -42,6 +42,7 @@ static const opt_t o_customer_add[] = {{"email", 1},    {"password", 1}, {"passw
                                        {"verified", 0}, {NULL, 0}};
 static const opt_t o_bvn_add[] = {{"bvn", 1},  {"dob", 1},   {"first", 1},
                                   {"last", 1}, {"phone", 1}, {NULL, 0}};
+static const opt_t o_bvn_import[] = {{"file", 2}, {"batch", 1}, {NULL, 0}};
 static const opt_t o_bvn_check[] = {{"bvn", 1},         {"dob", 1},     {"first", 1},  {"last", 1},
                                     {"provider", 1},    {"url", 1},     {"app-id", 1}, {"key", 1},
                                     {"credentials", 1}, {"timeout", 1}, {NULL, 0}};
@@ -73,6 +74,12 @@ static const ctl_command_t commands[] = {
      "bvn add --bvn B --dob YYYY-MM-DD --first F --last L [--phone PH]\n"
      "      add or replace an identity-provider BVN record\n",
      cmd_bvn_add},
+    {"bvn", "import", "bvn import", o_bvn_import,
+     "bvn import FILE [--batch N]\n"
+     "      add or replace the identity records of a CSV file (- for standard input), one a\n"
+     "      line: bvn,date_of_birth,first_name,last_name[,phone]; N a transaction (default\n"
+     "      1000); a bad line is reported by number and skipped; exit 1 if any was\n",
+     cmd_bvn_import},
     {"bvn", "show", "bvn show", o_bvn_show,
      "bvn show --bvn B\n"
      "      print the identity record kept for a BVN as one JSON object, decrypted\n",

@@ -11,6 +11,7 @@
 #include <apr_tables.h>
 #include "bank_db.h"
 #include "bank_crypt.h"
+#include "bank_store.h"
 
 #define EXIT_USAGE 2
 
@@ -50,6 +51,9 @@ apr_table_t *ctl_parse_opts(ctl_t *c, int argc, const char *const *argv, const c
 const char *ctl_need(apr_table_t *o, const char *name, const char *cmd);
 void ctl_check_text(const char *cmd, const char *opt, const char *v, apr_size_t max);
 void ctl_check_phone(const char *cmd, const char *v);
+/* The same checks, saying what is wrong (NULL: nothing). */
+const char *ctl_text_problem(apr_pool_t *p, const char *v, apr_size_t max);
+const char *ctl_phone_problem(apr_pool_t *p, const char *v);
 long ctl_parse_range(const char *cmd, const char *opt, const char *v, long min, long max);
 char *ctl_slurp(ctl_t *c, const char *path, apr_size_t max, const char *what);
 const char *ctl_read_password(ctl_t *c, apr_table_t *o, const char *cmd);
@@ -69,6 +73,12 @@ void ctl_open_ready(ctl_t *c);
 int cmd_migrate(ctl_t *c, apr_table_t *o);
 int cmd_customer_add(ctl_t *c, apr_table_t *o);
 int cmd_bvn_add(ctl_t *c, apr_table_t *o);
+int cmd_bvn_import(ctl_t *c, apr_table_t *o); /* bvn_import.c */
+/* customers.c: what is wrong with an identity record, as bvn add and bvn import check it
+ * (NULL: nothing); *field says which value, in the order of import's columns. */
+enum { CTL_BVN_BVN, CTL_BVN_DOB, CTL_BVN_FIRST, CTL_BVN_LAST, CTL_BVN_PHONE };
+const char *ctl_bvn_record_problem(apr_pool_t *p, const bank_bvn_record_t *rec, apr_time_t now,
+                                   int *field);
 int cmd_bvn_check(ctl_t *c, apr_table_t *o); /* bvn_check.c: needs no database */
 int cmd_token_issue(ctl_t *c, apr_table_t *o);
 int cmd_token_revoke(ctl_t *c, apr_table_t *o);

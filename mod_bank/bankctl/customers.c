@@ -1,5 +1,6 @@
 /* bankctl customer add and bvn add: a customer with a hashed password, an identity-provider
- * record. Checked with the module's own validators and limits. */
+ * record. Checked with the module's own validators and limits (bvn import checks each record
+ * of its file with ctl_bvn_record_problem too). */
 #include <stdio.h>
 #include <string.h>
 #include <apr_strings.h>
@@ -52,34 +53,53 @@ int cmd_customer_add(ctl_t *c, apr_table_t *o)
     return 0;
 }
 
+const char *ctl_bvn_record_problem(apr_pool_t *p, const bank_bvn_record_t *rec, apr_time_t now,
+                                   int *field)
+{
+    const char *why;
+
+    *field = CTL_BVN_BVN;
+    if (!bank_bvn_valid(rec->bvn)) {
+        return "must be exactly 11 digits";
+    }
+    *field = CTL_BVN_DOB;
+    switch (bank_date_check(rec->date_of_birth, now)) {
+    case BANK_DATE_OK:
+        break;
+    case BANK_DATE_UNREAL:
+        return "is not a real calendar date";
+    case BANK_DATE_FUTURE:
+        return "is in the future";
+    default:
+        return "must be a date YYYY-MM-DD";
+    }
+    *field = CTL_BVN_FIRST;
+    if ((why = ctl_text_problem(p, rec->first_name, BANK_NAME_MAX)) != NULL) {
+        return why;
+    }
+    *field = CTL_BVN_LAST;
+    if ((why = ctl_text_problem(p, rec->last_name, BANK_NAME_MAX)) != NULL) {
+        return why;
+    }
+    *field = CTL_BVN_PHONE;
+    return rec->phone ? ctl_phone_problem(p, rec->phone) : NULL;
+}
+
 int cmd_bvn_add(ctl_t *c, apr_table_t *o)
 {
-    const char *cmd = "bvn add";
+    static const char *const opts[] = {"bvn", "dob", "first", "last", "phone"};
+    const char *cmd = "bvn add", *why;
     apr_time_t now = apr_time_now();
     bank_bvn_record_t rec;
+    int field;
 
     rec.bvn = ctl_need(o, "bvn", cmd);
     rec.date_of_birth = ctl_need(o, "dob", cmd);
     rec.first_name = ctl_need(o, "first", cmd);
     rec.last_name = ctl_need(o, "last", cmd);
     rec.phone = apr_table_get(o, "phone");
-    if (!bank_bvn_valid(rec.bvn)) {
-        die(EXIT_USAGE, "%s: --bvn must be exactly 11 digits", cmd);
-    }
-    switch (bank_date_check(rec.date_of_birth, now)) {
-    case BANK_DATE_OK:
-        break;
-    case BANK_DATE_UNREAL:
-        die(EXIT_USAGE, "%s: --dob is not a real calendar date", cmd);
-    case BANK_DATE_FUTURE:
-        die(EXIT_USAGE, "%s: --dob is in the future", cmd);
-    default:
-        die(EXIT_USAGE, "%s: --dob must be a date YYYY-MM-DD", cmd);
-    }
-    ctl_check_text(cmd, "first", rec.first_name, BANK_NAME_MAX);
-    ctl_check_text(cmd, "last", rec.last_name, BANK_NAME_MAX);
-    if (rec.phone) {
-        ctl_check_phone(cmd, rec.phone);
+    if ((why = ctl_bvn_record_problem(c->pool, &rec, now, &field)) != NULL) {
+        die(EXIT_USAGE, "%s: --%s %s", cmd, opts[field], why);
     }
     ctl_open_ready(c);
     if (bank_store_bvn_record_upsert(c->db, &rec, bank_time_iso(c->pool, now)) != BANK_DB_OK) {

@@ -25,10 +25,10 @@ my ($rc, $out, $err) = bankctl('--help');
 is($rc, 0, 'bankctl --help: exit 0');
 like($out, qr/^usage: bankctl/, 'bankctl --help: usage on stdout');
 like($out, qr/\Q$_\E/, "bankctl --help: names $_")
-  for 'migrate', 'customer add', 'bvn add', 'token issue', 'token revoke', 'notices';
+  for 'migrate', 'customer add', 'bvn add', 'bvn import', 'token issue', 'token revoke', 'notices';
 like($out, qr{/usr/local/share/mod_bank/sql}, 'bankctl --help: the installed SQL directory');
 
-for my $words ([qw(migrate)], [qw(customer)], [qw(customer add)], [qw(bvn)], [qw(bvn add)],
+for my $words ([qw(migrate)], [qw(customer)], [qw(customer add)], [qw(bvn)], [qw(bvn add)], [qw(bvn import)],
     [qw(token)], [qw(token issue)], [qw(token revoke)], [qw(notices)])
 {
     ($rc, $out, $err) = bankctl(@$words, '--help');
