@@ -60,8 +60,8 @@ int bank_db_transient(bank_db_t *db, bank_db_rc rc);
 apr_pool_t *bank_db_pool(const bank_db_t *db);
 /* Makes p the pool of the handle's results and error texts from now on and returns the one
  * before: a long run (bankctl bvn import) gives each batch a pool it clears afterwards, so
- * that its memory stays one batch's. Outside a transaction only; the last error text is
- * forgotten (it may live in the pool given back). */
+ * that its memory stays one batch's. Outside a transaction only (inside one: NULL, and
+ * nothing changes); the last error text is forgotten (it may live in the pool given back). */
 apr_pool_t *bank_db_use_pool(bank_db_t *db, apr_pool_t *p);
 /* Where the host logs what happens on this handle (bank_log.h; NULL: a default place). */
 const void *bank_db_where(const bank_db_t *db);

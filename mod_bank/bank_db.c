@@ -65,8 +65,12 @@ apr_pool_t *bank_db_use_pool(bank_db_t *db, apr_pool_t *p)
 {
     apr_pool_t *before = db->pool;
 
+    if (db->in_txn) {
+        return NULL; /* what the transaction holds lives in the pool it began with */
+    }
     db->pool = p;
     db->error = NULL;
+    db->cause = NULL;
     /* the cleanup that rolls back a forgotten transaction goes with the pool in use */
     db->txn_cleanup = 0;
     return before;

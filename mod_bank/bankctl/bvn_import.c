@@ -91,36 +91,48 @@ static const char *split(char *line, bank_bvn_record_t *rec)
     return NULL;
 }
 
-/* Reads the next line into buf: 1 a line, 0 at the end; *long_line if it did not fit (the
- * rest of it is skipped). */
-static int next_line(import_t *im, char *buf, apr_size_t size, int *long_line)
-{
-    apr_size_t len;
+/* What next_line found. */
+enum { LINE_END, LINE_OK, LINE_LONG, LINE_NUL };
 
-    *long_line = 0;
-    if (apr_file_gets(buf, (int)size, im->in) != APR_SUCCESS) {
-        return 0;
-    }
-    len = strlen(buf);
-    im->read += (apr_off_t)len;
-    im->line++;
-    if (len > 0 && buf[len - 1] == '\n') {
-        buf[--len] = '\0';
-    } else if (len == size - 1) {
-        char rest[256];
-        *long_line = 1;
-        while (apr_file_gets(rest, sizeof(rest), im->in) == APR_SUCCESS) {
-            apr_size_t n = strlen(rest);
-            im->read += (apr_off_t)n;
-            if (n > 0 && rest[n - 1] == '\n') {
-                break;
-            }
+/* Reads the next line into buf (NUL-terminated, without its end of line: LF, or CR LF), at
+ * most size - 1 bytes: LINE_OK; LINE_LONG if it did not fit (the rest of it is read and
+ * dropped); LINE_NUL if it holds a NUL byte (a UTF-16 export, say); LINE_END at the end of
+ * the input. A read error other than the end stops the import with its line number. */
+static int next_line(import_t *im, char *buf, apr_size_t size)
+{
+    apr_size_t len = 0, all = 0;
+    apr_status_t rv;
+    int nul = 0;
+    char ch;
+
+    while ((rv = apr_file_getc(&ch, im->in)) == APR_SUCCESS) {
+        im->read++;
+        if (ch == '\n') {
+            break;
         }
+        nul |= ch == '\0';
+        if (len < size - 1) {
+            buf[len++] = ch;
+        }
+        all++;
     }
-    if (len > 0 && buf[len - 1] == '\r') {
-        buf[--len] = '\0';
+    if (rv != APR_SUCCESS && rv != APR_EOF) {
+        die(1, "%s: cannot read line %lu of the input", cmd, im->line + 1);
     }
-    return 1;
+    if (rv == APR_EOF && all == 0) {
+        return LINE_END;
+    }
+    im->line++;
+    if (all > 0 && len == all && buf[len - 1] == '\r') {
+        len--, all--;
+    }
+    buf[len] = '\0';
+    /* a UTF-8 byte order mark (a spreadsheet's "CSV UTF-8") before the first line */
+    if (im->line == 1 && len >= 3 && memcmp(buf, "\xEF\xBB\xBF", 3) == 0) {
+        memmove(buf, buf + 3, len - 2);
+        all -= 3;
+    }
+    return nul ? LINE_NUL : all > size - 1 - 1 ? LINE_LONG : LINE_OK;
 }
 
 /* PostgreSQL, after the first batch: the table analysed (its owner may; for another role
@@ -139,27 +151,47 @@ static void plan_for_size(ctl_t *c)
     }
 }
 
-/* Writes the batch in one transaction, with its own pool for the handle's results. */
+/* Writes the batch in one transaction, with its own pool for the handle's results; a batch
+ * the database turned away for a passing reason (busy, the connection re-opened) is rolled
+ * back, so it is tried again, twice at most, a second apart. */
 static void write_batch(ctl_t *c, import_t *im, apr_pool_t *bp, const bank_bvn_record_t *recs,
                         int n)
 {
     apr_pool_t *before = bank_db_use_pool(c->db, bp);
-    int replaced = 0;
+    int replaced = 0, tries = 0;
+    bank_db_rc rc;
 
-    if (bank_store_bvn_records_load(c->db, recs, n, bank_time_iso(bp, apr_time_now()), &replaced) !=
-        BANK_DB_OK) {
+    if (!before) {
+        die(1, "%s: a transaction was left open", cmd);
+    }
+    while ((rc = bank_store_bvn_records_load(c->db, recs, n, bank_time_iso(bp, apr_time_now()),
+                                             &replaced)) != BANK_DB_OK &&
+           bank_db_transient(c->db, rc) && ++tries <= 2) {
+        apr_sleep(apr_time_from_sec(1));
+    }
+    if (rc != BANK_DB_OK) {
         if (im->tty) {
             fputs("\r\033[K", stderr);
         }
         fprintf(stderr,
-                "bankctl: %s: %lu records written before the failure; the batch that failed "
-                "(up to line %lu) was rolled back\n",
-                cmd, im->loaded + im->replaced, im->line);
+                "bankctl: %s: %lu loaded, %lu replaced, %lu refused before the failure; the "
+                "batch that failed (up to line %lu) was rolled back\n",
+                cmd, im->loaded, im->replaced, im->refused, im->line);
         ctl_db_fail(c, "bvn import: a batch failed");
     }
     bank_db_use_pool(c->db, before);
     im->replaced += (unsigned long)replaced;
     im->loaded += (unsigned long)(n - replaced);
+}
+
+/* The record's fields copied from the line (which is read over) into the batch's pool. */
+static void keep(apr_pool_t *bp, bank_bvn_record_t *rec)
+{
+    rec->bvn = apr_pstrdup(bp, rec->bvn);
+    rec->date_of_birth = apr_pstrdup(bp, rec->date_of_birth);
+    rec->first_name = apr_pstrdup(bp, rec->first_name);
+    rec->last_name = apr_pstrdup(bp, rec->last_name);
+    rec->phone = rec->phone ? apr_pstrdup(bp, rec->phone) : NULL;
 }
 
 int cmd_bvn_import(ctl_t *c, apr_table_t *o)
@@ -169,9 +201,9 @@ int cmd_bvn_import(ctl_t *c, apr_table_t *o)
     apr_time_t now = apr_time_now();
     char buf[LINE_MAX_BYTES + 2];
     bank_bvn_record_t *recs;
-    apr_pool_t *bp;
+    apr_pool_t *bp, *lp;
     import_t im;
-    int n = 0, long_line;
+    int n = 0, got;
 
     if (!file) {
         die(EXIT_USAGE, "%s: a FILE is required (- for standard input)", cmd);
@@ -183,7 +215,7 @@ int cmd_bvn_import(ctl_t *c, apr_table_t *o)
     /* the file first, as the user bankctl was started as (root may read it; the database's
      * owner, whom bankctl becomes on SQLite, need not) */
     if (strcmp(file, "-") == 0) {
-        if (apr_file_open_stdin(&im.in, c->pool) != APR_SUCCESS) {
+        if (apr_file_open_flags_stdin(&im.in, APR_FOPEN_BUFFERED, c->pool) != APR_SUCCESS) {
             die(1, "%s: cannot read standard input", cmd);
         }
     } else {
@@ -192,10 +224,11 @@ int cmd_bvn_import(ctl_t *c, apr_table_t *o)
                           c->pool) != APR_SUCCESS) {
             die(1, "%s: cannot open %s", cmd, file);
         }
-        if (apr_file_info_get(&fi, APR_FINFO_TYPE | APR_FINFO_SIZE, im.in) == APR_SUCCESS &&
-            fi.filetype == APR_REG) {
-            im.size = fi.size;
+        if (apr_file_info_get(&fi, APR_FINFO_TYPE | APR_FINFO_SIZE, im.in) != APR_SUCCESS ||
+            fi.filetype == APR_DIR) {
+            die(1, "%s: %s is not a file to read", cmd, file);
         }
+        im.size = fi.filetype == APR_REG ? fi.size : 0;
     }
     ctl_open_ready(c);
     /* PostgreSQL plans a prepared statement once for all after five runs, with the table's
@@ -208,28 +241,36 @@ int cmd_bvn_import(ctl_t *c, apr_table_t *o)
     im.tty = isatty(STDERR_FILENO);
     im.start = apr_time_now(); /* shown 0: the first batch's progress is shown at once */
     apr_pool_create(&bp, c->pool);
+    apr_pool_create(&lp, c->pool); /* a line's own: cleared for each */
     recs = apr_palloc(c->pool, sizeof(*recs) * (apr_size_t)batch);
-    while (next_line(&im, buf, sizeof(buf), &long_line)) {
+    while ((got = next_line(&im, buf, sizeof(buf))) != LINE_END) {
         const char *why;
         int field;
 
-        if (long_line) {
+        apr_pool_clear(lp);
+        if (got == LINE_LONG) {
             refuse(&im, "is longer than the limit of",
-                   apr_psprintf(bp, "%d bytes", LINE_MAX_BYTES));
+                   apr_psprintf(lp, "%d bytes", LINE_MAX_BYTES));
+            continue;
+        }
+        if (got == LINE_NUL) {
+            refuse(&im, "holds a NUL byte (not UTF-8 text)", NULL);
             continue;
         }
         if (buf[strspn(buf, " \t")] == '\0' ||
-            (im.line == 1 && strcmp(buf, "bvn,date_of_birth,first_name,last_name,phone") == 0)) {
+            (im.line == 1 && (strcmp(buf, "bvn,date_of_birth,first_name,last_name,phone") == 0 ||
+                              strcmp(buf, "bvn,date_of_birth,first_name,last_name") == 0))) {
             continue; /* a blank line, or the columns' names as a header */
         }
-        if ((why = split(apr_pstrdup(bp, buf), &recs[n])) != NULL) {
+        if ((why = split(buf, &recs[n])) != NULL) {
             refuse(&im, why, NULL);
             continue;
         }
-        if ((why = ctl_bvn_record_problem(bp, &recs[n], now, &field)) != NULL) {
+        if ((why = ctl_bvn_record_problem(lp, &recs[n], now, &field)) != NULL) {
             refuse(&im, columns[field], why);
             continue;
         }
+        keep(bp, &recs[n]);
         if (++n == batch) {
             write_batch(c, &im, bp, recs, n);
             if (!c->sqlite_path && im.loaded + im.replaced == (unsigned long)n) {

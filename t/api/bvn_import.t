@@ -9,6 +9,7 @@ use strict;
 use warnings FATAL => 'all';
 use Apache::Test qw(-withtestmore);
 use Time::HiRes qw(time sleep);
+use POSIX ();
 use JSON::PP ();
 use Bank::Test qw(:DEFAULT spew slurp);
 use Bank::BvnTest;
@@ -143,33 +144,64 @@ like($err, qr/cannot open/, 'a file that cannot be read: said');
 is($rc, 2, '--batch 0: exit 2');
 
 # ---- interrupted, then run again ----
+# The records come through a pipe this test holds: three and a half batches are written,
+# the import is interrupted once the three whole batches are in, while it waits for the
+# rest of the fourth.
 {
-    my $n     = 20000;
+    my $n     = 2000;
     my $batch = 200;
     my $big   = "$root/bvn-import-big.csv";
     my @bvns  = map { sprintf '7%04d%06d', $$ % 10000, $_ } 1 .. $n;
-    open my $fh, '>', $big or die "$big: $!";
-    printf $fh "%s,1990-01-%02d,First%d,Last%d\n", $bvns[$_], 1 + $_ % 28, $_, $_ for 0 .. $n - 1;
-    close $fh;
+    my @rows  = map { sprintf "%s,1990-01-%02d,First%d,Last%d\n", $bvns[$_], 1 + $_ % 28, $_, $_ }
+      0 .. $n - 1;
+    spew($big, join '', @rows);
     my $start = records();
-    my $pid   = open(my $run, '-|', "exec $ctl bvn import " . _sq($big) . " --batch $batch 2>&1")
-      // die "bankctl: $!";
-    # until some batches are in, then interrupted (a batch is being written most of the time)
+    pipe(my $from, my $to) or die "pipe: $!";
+    my $pid = fork // die "fork: $!";
+    if (!$pid) {
+        close $to;
+        open STDIN,  '<&', $from or die "stdin: $!";
+        open STDOUT, '>', "$root/bvn-import-int.out" or die "stdout: $!";
+        open STDERR, '>&', \*STDOUT or die "stderr: $!";
+        exec "exec $ctl bvn import - --batch $batch" or POSIX::_exit(127);
+    }
+    close $from;
+    syswrite $to, join '', @rows[0 .. 3 * $batch + $batch / 2 - 1];
     my $end = time + 60;
     sleep 0.05 while records() - $start < 3 * $batch && time < $end;
+    sleep 0.3; # had it written more than the three batches, it would show now
     kill 'INT', $pid;
-    my $said = do { local $/; <$run> };
-    close $run;
-    my $got = records() - $start;
-    cmp_ok($got, '>=', 3 * $batch, "interrupted after $got records");
-    cmp_ok($got, '<', $n, 'interrupted before the end') or diag($said);
-    is($got % $batch, 0, "whole batches of $batch only ($got records)");
+    waitpid $pid, 0;
+    close $to;
+    isnt($? & 127, 0, 'the import ended by the interrupt');
+    is(records() - $start, 3 * $batch, 'interrupted: the three whole batches in, nothing of the fourth');
     ($rc, $out, $err) = import_run($big, '--batch', $batch);
     is($rc, 0, 'run again: exit 0') or diag($err);
-    is($out, sprintf('%d loaded, %d replaced, 0 refused', $n - $got, $got),
+    is($out, sprintf('%d loaded, %d replaced, 0 refused', $n - 3 * $batch, 3 * $batch),
         'run again: the rest loaded, the committed batches replaced');
     is(records() - $start, $n, "all $n records in");
     is(show($bvns[-1])->{lastName}, 'Last' . ($n - 1), 'the last record as given');
+}
+
+# ---- the shapes of an export: a byte order mark, a short header, CRLF, a NUL byte, the same
+# BVN twice in one batch, no end of line after the last record; a directory ----
+{
+    my @v = map { next_bvn() } 1 .. 3;
+    my $f = "$root/bvn-import-5.csv";
+    open my $fh, '>:raw', $f or die "$f: $!";
+    print $fh "\xEF\xBB\xBFbvn,date_of_birth,first_name,last_name\r\n",
+      "$v[0],1990-01-01,Ada,Obi\r\n", "$v[0],1990-01-02,Ada,Obi\r\n",
+      "$v[1],1990-01-01,A\0da,Obi\r\n", "$v[2],1990-01-03,Ada,Obi";
+    close $fh;
+    ($rc, $out, $err) = import_run($f);
+    is($out, '2 loaded, 1 replaced, 1 refused', 'BOM and header skipped; a BVN twice: replaced');
+    like($err, qr/^bankctl: bvn import: line 4: holds a NUL byte/m, 'a NUL byte: refused');
+    is(show($v[0])->{dateOfBirth}, '1990-01-02', 'the later line of the same BVN wins');
+    is(show($v[2])->{dateOfBirth}, '1990-01-03', 'the last line without an end of line read');
+    ($rc, $out, $err) = import_run($root);
+    is($rc, 1, 'a directory: exit 1');
+    like($err, qr/is not a file to read/, 'a directory: said');
+    is($out, '', 'a directory: no summary');
 }
 
 # ---- progress: on a terminal, not on a pipe ----
