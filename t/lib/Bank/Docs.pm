@@ -127,9 +127,11 @@ sub bad_log_lines {
 # (a failure counted, then cleared; the account and its serial), a notice for that account
 # (the notice and the push message of the customer's device), sign-out (the revocation
 # feed). Options: client_key, webhook_secret, hmac_key and hmac_header (when the
-# configuration requires a signature), webhook_path. Returns {device, reference}: the
-# device token signed in with and the notice's reference, for a test to look at the push
-# message.
+# configuration requires a signature), webhook_path, before_sign_out (called with the device
+# token before the sign-out: signing out removes the session's device and marks its unsent
+# push messages unregistered, so a test that wants the message sent waits for it there).
+# Returns {device, reference}: the device token signed in with and the notice's reference,
+# for a test to look at the push message.
 sub exercise {
     my ($base, $what, %o) = @_;
     my $ua = LWP::UserAgent->new(keep_alive => 0, timeout => 30,
@@ -195,6 +197,7 @@ sub exercise {
     $res = $req->(GET => '/health');
     is($res->code, 200, "$what: GET /health from this host answers 200") or diag($res->as_string);
     is(((decode_body($res) || {})->{body} || {})->{database}, 'ok', "$what: health: database ok");
+    $o{before_sign_out}->($device) if $o{before_sign_out};
     $res = $req->(POST => '/auth/sign_out', headers => { Authorization => "Bearer $token" });
     is($res->code, 200, "$what: sign-out answers 200") or diag($res->as_string);
     is(((decode_body($res) || {})->{body} || {})->{revoked}, JSON::PP::true(),
