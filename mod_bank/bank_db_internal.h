@@ -28,7 +28,7 @@ struct bank_db_s {
     apr_thread_mutex_t *writer_lock;
     int holding;
     int statements; /* prepared statements run (bank_db_statements) */
-    /* PostgreSQL's bounded waits (bank_db.c): the connection's timeout, the guard that cuts
+    /* PostgreSQL's bounded waits (bank_db_wait.c): the connection's timeout, the guard that cuts
      * a statement past it, and why the last call failed when the reason is ours, not the
      * driver's (the guard cut it; a commit came back past the bound). */
     apr_interval_time_t timeout;
@@ -54,7 +54,7 @@ int bank_db_conn_expects(const bank_db_conn_t *conn);
  * a commit that came back only after the bound. */
 #define BANK_DB_RV_UNCONFIRMED (-9001)
 
-/* The bound on one PostgreSQL statement (see bank_db.c): watch_begin before the driver call,
+/* The bound on one PostgreSQL statement (bank_db_wait.c): watch_begin before the driver call,
  * watch_end after it with its return value (commits: the call may commit a write) gives the
  * value to go on with. */
 typedef struct {
@@ -62,8 +62,9 @@ typedef struct {
     apr_time_t start;
 } bank_db_watch_t;
 void bank_db_watch_begin(bank_db_t *db, bank_db_watch_t *w);
-
 int bank_db_watch_end(bank_db_t *db, bank_db_watch_t *w, int rv, int commits);
+/* A PostgreSQL connection's socket, or -1 (no libpq loaded, no handle). */
+int bank_db_pg_socket(bank_db_t *db);
 
 /* A failed driver call's text kept and its kind: BANK_DB_BUSY or BANK_DB_ERROR. Inside a
  * transaction it can then only roll back. */

@@ -41,7 +41,7 @@ static bank_db_rc pg_begin(bank_db_t *db, int *fresh)
     return BANK_DB_OK;
 }
 
-/* COMMIT or ROLLBACK; a COMMIT that came back only after the bound failed (bank_db.c). */
+/* COMMIT or ROLLBACK; a COMMIT that came back only after the bound failed (bank_db_wait.c). */
 static int pg_end(bank_db_t *db, const char *sql)
 {
     bank_db_watch_t w;
