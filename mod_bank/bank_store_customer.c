@@ -422,16 +422,16 @@ bank_db_rc bank_store_customer_set_bvn(bank_db_t *db, const char *id, const char
 
 /* Writes rec sealed by statement label (upsert or keep, whose extra arguments come between
  * created_at and the hash), after dropping a plain record of the same BVN unless the caller
- * knows there is none (plain 0). */
+ * knows there is none (plain 0). hash: the BVN's, if the caller has it already, else NULL. */
 static bank_db_rc record_write(bank_db_t *db, const char *label, const bank_bvn_record_t *rec,
-                               const char *now, const char *source, int plain)
+                               const char *now, const char *source, int plain, const char *hash)
 {
-    const char *hash = NULL, *plain_args[] = {rec->bvn};
+    const char *plain_args[] = {rec->bvn};
     bank_bvn_record_t s;
     bank_db_rc rc;
 
     memset(&s, 0, sizeof(s));
-    if ((rc = hash_of(db, rec->bvn, &hash)) != BANK_DB_OK ||
+    if ((!hash && (rc = hash_of(db, rec->bvn, &hash)) != BANK_DB_OK) ||
         (rc = seal_record(db, rec, hash, &s)) != BANK_DB_OK ||
         (plain && (rc = bank_db_exec(db, "bank_bvn_record_drop_plain", NULL, 1, plain_args)) !=
                       BANK_DB_OK)) {
@@ -464,7 +464,7 @@ typedef struct {
 static bank_db_rc upsert_txn(bank_db_t *db, void *baton)
 {
     upsert_t *u = baton;
-    return record_write(db, "bank_bvn_record_upsert", u->rec, u->now, NULL, 1);
+    return record_write(db, "bank_bvn_record_upsert", u->rec, u->now, NULL, 1, NULL);
 }
 
 bank_db_rc bank_store_bvn_record_upsert(bank_db_t *db, const bank_bvn_record_t *rec,
@@ -507,7 +507,7 @@ static bank_db_rc load_txn(bank_db_t *db, void *baton)
         }
         l->replaced += rc == BANK_DB_OK;
         if ((rc = record_write(db, "bank_bvn_record_upsert", &l->recs[i], l->now, NULL,
-                               rc == BANK_DB_OK)) != BANK_DB_OK) {
+                               rc == BANK_DB_OK, hash)) != BANK_DB_OK) {
             return rc;
         }
     }
@@ -527,7 +527,7 @@ bank_db_rc bank_store_bvn_records_load(bank_db_t *db, const bank_bvn_record_t *r
 bank_db_rc bank_store_bvn_record_keep(bank_db_t *db, const bank_bvn_record_t *rec,
                                       const char *source, const char *now)
 {
-    return record_write(db, "bank_bvn_record_keep", rec, now, source, 1);
+    return record_write(db, "bank_bvn_record_keep", rec, now, source, 1, NULL);
 }
 
 bank_db_rc bank_store_bvn_record_delete(bank_db_t *db, const char *bvn, int *count)

@@ -132,7 +132,8 @@ static int next_line(import_t *im, char *buf, apr_size_t size)
         memmove(buf, buf + 3, len - 2);
         all -= 3;
     }
-    return nul ? LINE_NUL : all > size - 1 - 1 ? LINE_LONG : LINE_OK;
+    /* buf holds size - 2 bytes of a line, its CR and the NUL ending the string */
+    return nul ? LINE_NUL : all > size - 2 ? LINE_LONG : LINE_OK;
 }
 
 /* PostgreSQL, after the first batch: the table analysed (its owner may; for another role

@@ -204,6 +204,39 @@ is($rc, 2, '--batch 0: exit 2');
     is($out, '', 'a directory: no summary');
 }
 
+# ---- the database refuses a batch: the import stops, says what it had done, keeps it ----
+{
+    my $start = records();
+    my $stop  = $start + 250; # refused once the table holds that many: in the third batch
+    if ($ENV{BANK_DBDRIVER} eq 'sqlite3') {
+        db_exec("CREATE TRIGGER test_import_stop BEFORE INSERT ON bvn_records"
+              . " WHEN (SELECT count(*) FROM bvn_records) >= $stop"
+              . " BEGIN SELECT RAISE(ABORT, 'test: no more records'); END");
+    } else {
+        db_exec("CREATE FUNCTION test_import_stop() RETURNS trigger LANGUAGE plpgsql AS \$\$"
+              . " BEGIN IF (SELECT count(*) FROM bvn_records) >= $stop THEN"
+              . " RAISE EXCEPTION 'test: no more records'; END IF; RETURN NEW; END \$\$;"
+              . " CREATE TRIGGER test_import_stop BEFORE INSERT ON bvn_records"
+              . " FOR EACH ROW EXECUTE FUNCTION test_import_stop()");
+    }
+    my @f = map { sprintf '9%04d%06d', $$ % 10000, $_ } 1 .. 500;
+    spew("$root/bvn-import-6.csv", join '', map { "$_,1990-01-01,Ada,Obi\n" } @f);
+    ($rc, $out, $err) = import_run("$root/bvn-import-6.csv", '--batch', 100);
+    if ($ENV{BANK_DBDRIVER} eq 'sqlite3') {
+        db_exec('DROP TRIGGER test_import_stop');
+    } else {
+        db_exec('DROP TRIGGER test_import_stop ON bvn_records; DROP FUNCTION test_import_stop()');
+    }
+    is($rc, 1, 'a batch refused: exit 1');
+    is($out, '', 'a batch refused: no summary on standard output');
+    like($err, qr/^bankctl: bvn import: 200 loaded, 0 replaced, 0 refused before the failure; the batch that failed \(up to line 300\) was rolled back$/m,
+        'a batch refused: what was done before, and which batch failed');
+    like($err, qr/no more records/, "a batch refused: the database's reason");
+    is(records() - $start, 200, 'a batch refused: the two batches before it kept, nothing of it');
+    my ($first, $failed) = @f[0, 250];
+    unlike($err, qr/\Q$first\E|\Q$failed\E/, 'a batch refused: no BVN in the messages');
+}
+
 # ---- progress: on a terminal, not on a pipe ----
 {
     my @p = map { sprintf '8%04d%06d', $$ % 10000, $_ } 1 .. 3000;
