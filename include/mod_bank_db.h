@@ -17,8 +17,10 @@ bank_db_t *bank_db(request_rec *r);
 bank_db_t *bank_db_take(request_rec *r, apr_pool_t **lease);
 /* A pooled connection of server s for work outside any request (the push sender), given
  * back when *lease (a child of parent) is destroyed (bank_db_give_back). NULL when none could
- * be had (mod_dbd logged why). */
+ * be had (mod_dbd logged why), or quietly while bank_db_background_ready says 0. */
 bank_db_t *bank_db_background(server_rec *s, apr_pool_t *parent, apr_pool_t **lease);
+/* 1 once mod_dbd has made this process's pools (its child_init has run). */
+int bank_db_background_ready(void);
 /* Gives a taken connection back; the bank_db_t from it must not be used again. */
 void bank_db_give_back(apr_pool_t **lease);
 /* 1 if r holds a connection of the pool now (bank_db, or a lease not given back): it must

@@ -3,6 +3,7 @@
  * (unreachable, busy) or 500. */
 #include <string.h>
 #include <strings.h>
+#include <apr_atomic.h>
 #include <apr_strings.h>
 #include <apr_optional.h>
 #include <http_protocol.h>
@@ -268,8 +269,29 @@ static apr_status_t bank_db_post_connect_last(apr_pool_t *pool, dbd_cfg_t *cfg, 
     return OK;
 }
 
+/* mod_dbd makes a process's pools in its child_init; mod_watchdog starts the threads of
+ * background work (the push sender, the token-use writer) in its own, which may run first.
+ * A background connection is asked for only once mod_dbd's has run in this process: before
+ * it, ap_dbd_open finds no pool and fails without a word. */
+static apr_uint32_t dbd_ready;
+
+static void dbd_ready_child_init(apr_pool_t *pchild, server_rec *s)
+{
+    (void)pchild;
+    (void)s;
+    apr_atomic_set32(&dbd_ready, 1);
+}
+
+int bank_db_background_ready(void)
+{
+    return apr_atomic_read32(&dbd_ready) != 0;
+}
+
 void bank_db_register_hooks(void)
 {
+    static const char *const after_dbd[] = {"mod_dbd.c", NULL};
+
+    ap_hook_child_init(dbd_ready_child_init, after_dbd, NULL, APR_HOOK_MIDDLE);
     APR_OPTIONAL_HOOK(dbd, post_connect, bank_db_post_connect, NULL, NULL, APR_HOOK_FIRST);
     APR_OPTIONAL_HOOK(dbd, post_connect, bank_db_post_connect_last, NULL, NULL, APR_HOOK_LAST);
 }
@@ -421,6 +443,10 @@ bank_db_t *bank_db_background(server_rec *s, apr_pool_t *parent, apr_pool_t **le
     lease_t *l;
     bank_db_t *db;
 
+    if (!bank_db_background_ready()) {
+        *lease = NULL;
+        return NULL; /* a round that comes before the pools: the next one will do */
+    }
     apr_pool_create(lease, parent);
     l = apr_pcalloc(*lease, sizeof(*l));
     l->s = s;

@@ -250,8 +250,10 @@ static int claim(server_rec *s, apr_pool_t *p, const char *lease, const char *un
     int turn;
 
     if (!db) {
-        ap_log_error(APLOG_MARK, APLOG_ERR, 0, s,
-                     BANKLOGNO(1802) "push: no database connection (see mod_dbd's messages)");
+        if (bank_db_background_ready()) {
+            ap_log_error(APLOG_MARK, APLOG_ERR, 0, s,
+                         BANKLOGNO(1802) "push: no database connection (see mod_dbd's messages)");
+        }
         return 0;
     }
     turn = write_turn(s, db);
