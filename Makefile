@@ -41,38 +41,73 @@ deps:
 
 build: $(BUILD)/mod_bank.so $(BUILD)/bankctl
 
-$(BUILD)/mod_bank.so: $(MOD_SRC) $(CORE_SRC) $(HEADERS)
-	@mkdir -p $(BUILD)
-	@echo "APXS mod_bank.so"; $(APXS) -c -o $(BUILD)/mod_bank.la -Iinclude -Wc,"$(WARN)" $(MOD_SRC) \
-	    $(CORE_SRC) $(LIBS) >$(BUILD)/apxs.log 2>&1 || { grep -v '^libtool\|^/usr/share' \
-	    $(BUILD)/apxs.log; exit 1; }
+# The core is compiled once per flavour into a static library that everything links: the
+# module, bankctl and the bench tools (libbank.a, position-independent, httpd's own CFLAGS),
+# the C unit tests (libbank-san.a, AddressSanitizer and UBSan) and the fuzzers (libbank-fuzz.a,
+# clang, fuzz build mode). Each object depends on every header: coarse, never stale.
+CORE_NAMES := $(notdir $(CORE_SRC:.c=.o))
+MOD_NAMES  := $(notdir $(MOD_SRC:.c=.o))
+HTTPD_CFLAGS = $$($(APXS) -q CFLAGS) $$($(APXS) -q EXTRA_CPPFLAGS) -I$$($(APXS) -q INCLUDEDIR)
+SAN_FLAGS  := -fsanitize=address,undefined -fno-omit-frame-pointer
+FUZZ_FLAGS := -fsanitize=fuzzer-no-link,address,undefined -fno-sanitize-recover=undefined \
+              -fno-omit-frame-pointer -DFUZZING_BUILD_MODE_UNSAFE_FOR_PRODUCTION
+
+$(BUILD)/obj/pic/%.o: mod_bank/%.c $(HEADERS)
+	@mkdir -p $(@D)
+	@echo "CC $*"; $(CC) $(HTTPD_CFLAGS) -fPIC -pthread $(WARN) -Iinclude $(APR_INC) -c -o $@ $<
+
+$(BUILD)/obj/san/%.o: mod_bank/%.c $(HEADERS)
+	@mkdir -p $(@D)
+	@echo "CC san/$*"; $(CC) -O1 -g $(WARN) $(SAN_FLAGS) -Iinclude $(APR_INC) -c -o $@ $<
+
+# scrypt's plain C lanes (mod_bank/bank_scrypt.c), linked ahead of libbank-san.a's own.
+$(BUILD)/obj/san/bank_scrypt_portable.o: mod_bank/bank_scrypt.c $(HEADERS)
+	@mkdir -p $(@D)
+	@echo "CC san/bank_scrypt_portable"; $(CC) -O2 -g $(WARN) $(SAN_FLAGS) -DBANK_SCRYPT_PORTABLE \
+	    -Iinclude $(APR_INC) -c -o $@ $<
+
+$(BUILD)/obj/fuzz/%.o: mod_bank/%.c $(HEADERS)
+	@mkdir -p $(@D)
+	@echo "CC fuzz/$*"; $(FUZZ_CC) -O1 -g $(WARN) $(FUZZ_FLAGS) -Iinclude $(APR_INC) -c -o $@ $<
+
+$(BUILD)/libbank.a: $(addprefix $(BUILD)/obj/pic/,$(CORE_NAMES))
+$(BUILD)/libbank-san.a: $(addprefix $(BUILD)/obj/san/,$(CORE_NAMES))
+$(BUILD)/libbank-fuzz.a: $(addprefix $(BUILD)/obj/fuzz/,$(CORE_NAMES))
+$(BUILD)/libbank.a $(BUILD)/libbank-san.a $(BUILD)/libbank-fuzz.a:
+	@rm -f $@; echo "AR $(@F)"; ar rcs $@ $^
+
+# The httpd glue and the core library, linked by apxs into the module.
+$(BUILD)/mod_bank.so: $(addprefix $(BUILD)/obj/pic/,$(MOD_NAMES)) $(BUILD)/libbank.a
+	@echo "APXS mod_bank.so"; $(APXS) -c -o $(BUILD)/mod_bank.la $(filter %.o,$^) $(BUILD)/libbank.a \
+	    $(LIBS) >$(BUILD)/apxs.log 2>&1 || { grep -v '^libtool\|^/usr/share' $(BUILD)/apxs.log; exit 1; }
 	@cp $(BUILD)/.libs/mod_bank.so $@.tmp && mv -f $@.tmp $@ && echo "built $@"
 
 # The Debian package's bankctl (make deb) is the same program with the package's SQL
 # directory compiled in.
 $(BUILD)/deb/bankctl: SQLDIR := $(DEB_SQLDIR)
-$(BUILD)/bankctl $(BUILD)/deb/bankctl: $(CTL_SRC) $(CORE_SRC) $(HEADERS)
+$(BUILD)/bankctl $(BUILD)/deb/bankctl: $(CTL_SRC) $(HEADERS) $(BUILD)/libbank.a
 	@mkdir -p $(@D)
 	@echo "CC $@"; $(CC) -O2 -g $(WARN) -Iinclude $(APR_INC) -DBANK_SQL_DIR='"$(SQLDIR)"' \
-	    -o $@ $(CTL_SRC) $(CORE_SRC) \
-	    -lapr-1 -laprutil-1 $(LIBS)
+	    -o $@ $(CTL_SRC) $(BUILD)/libbank.a -lapr-1 -laprutil-1 $(LIBS)
 
-$(BUILD)/unit/%: t/unit/%.c t/unit/unit.h t/unit/db_fixture.h $(CORE_SRC) $(HEADERS)
+$(BUILD)/unit/%: t/unit/%.c t/unit/unit.h t/unit/db_fixture.h $(HEADERS) $(BUILD)/libbank-san.a
 	@mkdir -p $(BUILD)/unit
-	$(CC) -O1 -g $(WARN) -fsanitize=address,undefined -fno-omit-frame-pointer -Iinclude -It/unit \
-	    $(APR_INC) -o $@ $< $(CORE_SRC) -lapr-1 -laprutil-1 $(LIBS)
+	@echo "CC unit/$*"; $(CC) -O1 -g $(WARN) $(SAN_FLAGS) -Iinclude -It/unit $(APR_INC) -o $@ $< \
+	    $(BUILD)/libbank-san.a -lapr-1 -laprutil-1 $(LIBS)
 
-$(BUILD)/unit/test_scrypt_portable: t/unit/test_scrypt.c t/unit/unit.h $(CORE_SRC) $(HEADERS)
+$(BUILD)/unit/test_scrypt_portable: t/unit/test_scrypt.c t/unit/unit.h $(HEADERS) \
+	    $(BUILD)/obj/san/bank_scrypt_portable.o $(BUILD)/libbank-san.a
 	@mkdir -p $(BUILD)/unit
-	$(CC) -O2 -g $(WARN) -fsanitize=address,undefined -fno-omit-frame-pointer -Iinclude -It/unit \
-	    -DBANK_SCRYPT_PORTABLE $(APR_INC) -o $@ $< $(CORE_SRC) -lapr-1 -laprutil-1 $(LIBS)
+	@echo "CC unit/test_scrypt_portable"; $(CC) -O2 -g $(WARN) $(SAN_FLAGS) -DBANK_SCRYPT_PORTABLE \
+	    -Iinclude -It/unit $(APR_INC) -o $@ $< $(BUILD)/obj/san/bank_scrypt_portable.o \
+	    $(BUILD)/libbank-san.a -lapr-1 -laprutil-1 $(LIBS)
 
-$(BUILD)/bench/%: t/bench/%.c $(CORE_SRC) $(HEADERS)
+$(BUILD)/bench/%: t/bench/%.c $(HEADERS) $(BUILD)/libbank.a
 	@mkdir -p $(BUILD)/bench
-	@echo "CC bench/$*"; $(CC) -O2 -g $(WARN) -Iinclude $(APR_INC) -o $@ $< $(CORE_SRC) \
+	@echo "CC bench/$*"; $(CC) -O2 -g $(WARN) -Iinclude $(APR_INC) -o $@ $< $(BUILD)/libbank.a \
 	    -lapr-1 -laprutil-1 $(LIBS)
 
-# The connection flood and its probes (t/flood/flood.c): scripts/bench flood and t/api/flood.t.
+# The connection flood and its probes (t/flood/flood.c): scripts/bench flood and t/api/load/flood.t.
 $(BUILD)/flood: t/flood/flood.c
 	@mkdir -p $(BUILD)
 	@echo "CC flood"; $(CC) -O2 -g $(WARN) -o $@ $< -lssl -lcrypto
@@ -83,25 +118,30 @@ unit: $(UNIT_BIN)
 
 # UB aborts (no recovery) so that libFuzzer keeps the input; the fuzz build mode lowers the
 # password cost ceilings (mod_bank/bank_password.c).
-$(BUILD)/fuzz/%: t/fuzz/%.c t/fuzz/fuzz.h $(CORE_SRC) $(HEADERS)
+$(BUILD)/fuzz/%: t/fuzz/%.c t/fuzz/fuzz.h $(HEADERS) $(BUILD)/libbank-fuzz.a
 	@mkdir -p $(BUILD)/fuzz
-	$(FUZZ_CC) -O1 -g $(WARN) -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined \
-	    -fno-omit-frame-pointer -DFUZZING_BUILD_MODE_UNSAFE_FOR_PRODUCTION -Iinclude -It/fuzz \
-	    $(APR_INC) -o $@ $< $(CORE_SRC) -lapr-1 -laprutil-1 $(LIBS)
+	@echo "CC fuzz/$*"; $(FUZZ_CC) -O1 -g $(WARN) $(FUZZ_FLAGS) -fsanitize=fuzzer -Iinclude -It/fuzz \
+	    $(APR_INC) -o $@ $< $(BUILD)/libbank-fuzz.a -lapr-1 -laprutil-1 $(LIBS)
 
 # Each harness for FUZZ_SECONDS from the committed seeds (t/fuzz/corpus, read-only); fails on
 # any crash, leak, UB or timeout. Findings go to build/fuzz/crashes/ (docs/operations.md).
 fuzz: $(FUZZ_BIN)
 	@FUZZ_SECONDS=$(FUZZ_SECONDS) ./scripts/run-fuzz $(FUZZ_BIN)
 
-# The Apache::Test suite against a real httpd with the built module.
-itest: build $(BUILD)/unit/test_db_pg $(BUILD)/unit/test_onboard $(BUILD)/unit/test_sign_in \
-	    $(BUILD)/unit/test_notice_store $(BUILD)/unit/test_group_commit $(BUILD)/unit/test_token_cache \
-	    $(BUILD)/unit/test_push_store $(BUILD)/unit/test_token_feed $(BUILD)/unit/test_token_uses \
-	    $(BUILD)/unit/test_privileges $(BUILD)/flood
+# The Apache::Test suite against a real httpd with the built module; the unit binaries it
+# runs against the test database, and the connection flood.
+ITEST_BIN := $(addprefix $(BUILD)/unit/,test_db_pg test_onboard test_sign_in test_notice_store \
+	test_group_commit test_token_cache test_push_store test_token_feed test_token_uses \
+	test_privileges) $(BUILD)/flood
+itest: build $(ITEST_BIN)
 	@DB=$(DB) APACHE_TEST_HTTPD=$(HTTPD) ./scripts/run-tests
 
-test: deps build unit itest
+# Everything is built first, JOBS at a time (make -j is safe throughout), then run.
+JOBS ?= $(shell nproc 2>/dev/null || echo 2)
+test:
+	@$(MAKE) --no-print-directory deps
+	@$(MAKE) --no-print-directory -j$(JOBS) build $(UNIT_BIN) $(ITEST_BIN)
+	@$(MAKE) --no-print-directory unit itest
 
 run: deps build
 	@./scripts/devserver run
