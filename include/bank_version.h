@@ -8,7 +8,7 @@
 #define BANK_VERSION "0.2.1"
 /* The newest schema (sql/<driver>/NNN_*.sql) this build knows: it serves on it, on an older
  * one that bankctl migrate brings up to it, and on a newer one whose migrations only added
- * (schema_version.requires, 011). t/api/version.t checks it against the files. */
+ * (schema_version.requires, 011). t/api/operations/version.t checks it against the files. */
 #define BANK_SCHEMA_VERSION 12
 
 #endif

@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 """A fake Firebase Cloud Messaging HTTP v1 server and Google OAuth 2 token endpoint, for the
-push tests (t/api/push*.t) and the dev server (docs/push.md). Python's standard library only;
+push tests (t/api/*/push*.t) and the dev server (docs/push.md). Python's standard library only;
 the JWT's RS256 signature is checked by OpenSSL's command-line tool against the public key.
 
     fcm.py --port-file FILE --pubkey KEY.pub --email SA-EMAIL --project ID [--delay SECONDS]

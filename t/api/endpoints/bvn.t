@@ -169,7 +169,7 @@ $e = assert_error(bvn_post($v, bvn => '123'), 422, 'E_VALIDATION_ERROR',
     'verified, then a malformed BVN');
 is($e->{errors}[0]{rule}, 'regex', 'verified, then a malformed BVN: rule regex');
 # The same BVN again is checked against the record like a first request: a wrong date is the
-# 422 of any mismatch (t/api/bvn_throttle.t), not "already verified".
+# 422 of any mismatch (t/api/security/bvn_throttle.t), not "already verified".
 $e = assert_error(bvn_post($v, dob => '1990-04-13'), 422, 'E_VALIDATION_ERROR',
     'verified, then the same BVN with a wrong date');
 is(scalar @{ $e->{errors} }, 1, 'same BVN, wrong date: one entry');

@@ -36,7 +36,7 @@ is(gauge('bank_password_verifications_waiting'), 0, 'none under way once all are
 
 # --- argon2 verifications take the same bound ----------------------------------------------
 # A customer whose stored hash is argon2id as AdonisJS's driver writes it (the hash of
-# t/api/sign_in_argon2.t): eight concurrent sign-ins, all 200; meanwhile the metrics are read
+# t/api/endpoints/sign_in_argon2.t): eight concurrent sign-ins, all 200; meanwhile the metrics are read
 # in a loop: the sign-ins queued for the bound (more than one waiting at once) and never did
 # two compute at once.
 my $argon2 = '$argon2id$v=19$m=65536,t=3,p=4$69FjE/fPLzZfE7lBLrrTTA$YAuYW3A3BFB3pCPTyxhRv/qrn4/wOad/SX/rjCS3xbQ';

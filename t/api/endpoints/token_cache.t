@@ -30,7 +30,7 @@ sub get  { my ($ua, $path, $token) = @_; return $ua->get("$base$path", Authoriza
 
 # --- 2 seconds: cached, yet a revocation is refused at once on the process that cached it ---
 # The process reads the revocation feed before answering from its cache when its last read
-# is 200 ms old; t/api/token_revocation.t shows every process of every server refusing
+# is 200 ms old; t/api/endpoints/token_revocation.t shows every process of every server refusing
 # within 1 s and that the token was answered from the caches.
 {
     my $c  = new_customer();

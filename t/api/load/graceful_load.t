@@ -3,7 +3,7 @@
 # pool a configuration may have, with reads, writes and health checks (README's and
 # deployment.md's SQLite pool, mod_dbd's defaults, deployment.md's PostgreSQL pool), under
 # the worker MPM the dev server and the production configuration run; the shipped files
-# themselves: t/api/graceful_shipped.t. Every answer must be 200 (no 503, no connection
+# themselves: t/api/load/graceful_shipped.t. Every answer must be 200 (no 503, no connection
 # error, at most one request per restart cut on a kept connection and sent again) and the
 # error log must have no line at crit or worse (AH00636 child init failed) and no failed
 # prepare (AH00632).

@@ -1,7 +1,7 @@
 # BankSignInThrottle (docs/configuration.md): failed sign-ins per (lower-cased e-mail, client IP),
 # counted in the database, checked before the password, 429 with Retry-After and the
 # X-RateLimit headers; a success clears the count. The test server has `5 60`;
-# /tight/sign_in has `2 2`. Sign-ins at the same moment: t/api/sign_in_concurrent.t.
+# /tight/sign_in has `2 2`. Sign-ins at the same moment: t/api/endpoints/sign_in_concurrent.t.
 use strict;
 use warnings FATAL => 'all';
 use Apache::Test qw(-withtestmore);

@@ -1,5 +1,5 @@
 package Bank::BvnTest;
-# Helpers for the BVN onboarding tests (t/api/bvn*.t): customers with identity records,
+# Helpers for the BVN onboarding tests (t/api/*/bvn*.t): customers with identity records,
 # requests, and an independent NUBAN check digit to compare the module's against.
 use strict;
 use warnings FATAL => 'all';

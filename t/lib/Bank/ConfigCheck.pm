@@ -1,7 +1,7 @@
 package Bank::ConfigCheck;
 # `apache2 -t` on a minimal configuration that loads mod_bank (and mod_dbd), with the given
 # directives after it: (exit code, output). For the directive tests (t/config/*.t) and the
-# documents' configuration blocks (t/api/docs_*.t).
+# documents' configuration blocks (t/api/operations/docs_*.t).
 #
 #   my ($rc, $out) = config_check($dir, "BankMaxBody 1\n");
 use strict;

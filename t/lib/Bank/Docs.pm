@@ -1,5 +1,5 @@
 package Bank::Docs;
-# Helpers for testing the documentation as written (t/api/docs_*.t): the configuration
+# Helpers for testing the documentation as written (t/api/operations/docs_*.t): the configuration
 # blocks of README.md and docs/deployment.md, found by their marker comment
 # (<!-- docs-test: NAME --> right above the fence), placeholders replaced, started as a
 # private httpd, every endpoint called and the error log read.

@@ -82,7 +82,7 @@ sub violations {
     my ($res) = @_;
     my $req = $res->request or return ();
     # LWP's own answer when the server sent none (a connection closed by a killed child,
-    # t/api/webhook_load.t): not the API's
+    # t/api/load/webhook_load.t): not the API's
     return () if ($res->header('Client-Warning') // '') eq 'Internal response';
     my $tmpl = operation_for($req->uri->path) // return ();
     my $method = lc $req->method;
@@ -116,7 +116,7 @@ sub violations {
     return map { "$method $tmpl $status: $_" } @e;
 }
 
-# How many answers were validated so far (t/api/openapi.t shows the hook is live).
+# How many answers were validated so far (t/api/endpoints/openapi.t shows the hook is live).
 sub checked { return $checked }
 
 sub _report {
@@ -147,7 +147,7 @@ sub _report {
     };
 }
 
-# Off and on again, for a test that wants to look at a violation itself (t/api/openapi.t).
+# Off and on again, for a test that wants to look at a violation itself (t/api/endpoints/openapi.t).
 sub enabled { $enabled = $_[0] if @_; return $enabled }
 
 1;

@@ -1,5 +1,5 @@
 package Bank::Push;
-# Helpers for the push notification tests (t/api/push*.t, docs/push.md): the fake FCM and
+# Helpers for the push notification tests (t/api/*/push*.t, docs/push.md): the fake FCM and
 # OAuth server t/fake/fcm.py (it checks the JWT's RS256 signature with the test key, its
 # scope and aud), a service-account file for it, a customer with devices and an account, and
 # a server with BankPush pointing at the fake.

@@ -18,7 +18,7 @@ package Bank::Servers;
 #                                        # second whose connections carry that application_name
 #   my ($last, @r) = poll_a_second($round, $old);  # the caches' 1 s rule (below)
 #
-# t/api/pg_servers.t uses them for the cross-server cases of issue 6, point 4.
+# t/api/resilience/pg_servers.t uses them for the cross-server cases of issue 6, point 4.
 use strict;
 use warnings FATAL => 'all';
 use Exporter 'import';

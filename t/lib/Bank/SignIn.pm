@@ -1,5 +1,5 @@
 package Bank::SignIn;
-# Helpers for the sign-in throttle tests (t/api/sign_in_throttle.t, sign_in_concurrent.t,
+# Helpers for the sign-in throttle tests (t/api/security/sign_in_throttle.t, sign_in_concurrent.t,
 # pg_servers.t): a sign-in as a request that any server can send, the checks of a 429, and
 # another database session holding throttle rows while a sign-in runs.
 use strict;
