@@ -192,7 +192,8 @@ format:
 	clang-format -i mod_bank/*.c mod_bank/*.h mod_bank/bankctl/*.[ch] include/*.h t/unit/*.c t/unit/*.h t/fuzz/*.c \
 	    t/fuzz/*.h t/bench/*.c t/flood/*.c
 
-# cppcheck, clang-format and shellcheck (every script, warnings and notes alike).
+# cppcheck, clang-format and shellcheck (every script, warnings and notes alike); the tags,
+# the layers and the length of docs/benchmarks.md.
 lint:
 	cppcheck --quiet --error-exitcode=1 --enable=warning,performance,portability \
 	    --inline-suppr --suppress=missingIncludeSystem -Iinclude -It/fuzz -DLINUX -D_REENTRANT \
@@ -202,6 +203,7 @@ lint:
 	shellcheck scripts/* .ci/run packaging/deb/maint/*
 	./scripts/check-tags
 	./scripts/check-layers
+	./scripts/check-docs
 
 clean:
 	rm -rf $(BUILD) mod_bank/.libs mod_bank/*.lo mod_bank/*.slo mod_bank/*.o mod_bank.la \
