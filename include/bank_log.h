@@ -29,11 +29,19 @@ typedef const void *bank_log_where;
 typedef void (*bank_log_fn)(bank_log_where where, const char *file, int line, int level,
                             const char *msg);
 
+/* The host's answer to "would a message at level be written here?", asked before the core
+ * formats one: nothing is formatted for a level the host drops. */
+typedef int (*bank_log_wants_fn)(bank_log_where where, int level);
+
 /* Installs fn for the whole process (NULL: messages are dropped). Set once, at start. */
 void bank_log_set(bank_log_fn fn);
 
+/* Installs the host's level check (NULL, the default: every message is formatted). */
+void bank_log_set_wants(bank_log_wants_fn wants);
+
 #define BANK_LOG_MARK __FILE__, __LINE__
-/* Formats and hands a message to the host's function. Longer than 1 KiB: cut there. */
+/* Formats and hands a message to the host's function, if the host wants its level. Longer
+ * than 1 KiB: cut there. */
 void bank_log(bank_log_where where, const char *file, int line, int level, const char *fmt, ...)
     __attribute__((format(printf, 5, 6)));
 

@@ -20,9 +20,23 @@ static void host_log(bank_log_where where, const char *file, int line, int level
     }
 }
 
+/* httpd's own test (LogLevel bank:..., per request where one is known); notices and worse are
+ * always written, as ap_log_error writes them. */
+static int host_wants(bank_log_where where, int level)
+{
+    const mod_bank_where_t *w = where;
+    const server_rec *s = w ? w->s : ap_server_conf;
+
+    if (w && w->r) {
+        return APLOG_R_MODULE_IS_LEVEL(w->r, APLOG_MODULE_INDEX, level);
+    }
+    return APLOG_MODULE_IS_LEVEL(s, APLOG_MODULE_INDEX, level);
+}
+
 void mod_bank_log_install(void)
 {
     bank_log_set(host_log);
+    bank_log_set_wants(host_wants);
 }
 
 bank_log_where mod_bank_where(request_rec *r)

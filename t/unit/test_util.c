@@ -393,8 +393,38 @@ static void test_utf8(void)
     CHECK(bank_utf8_valid("a\0b", 3) == 1); /* a NUL byte is ASCII */
 }
 
+/* The host's level check runs before anything is formatted or handed over (bank_log.h): a
+ * level it refuses never reaches the host's function; where and level reach the check as given. */
+static int wants_seen_level;
+static const void *wants_seen_where;
+static int wants_up_to_warning(bank_log_where where, int level)
+{
+    wants_seen_level = level;
+    wants_seen_where = where;
+    return level <= BANK_LOG_WARNING;
+}
+
+static void test_log_levels(void)
+{
+    static const int place = 0;
+
+    unit_log_clear();
+    bank_log_set_wants(wants_up_to_warning);
+    bank_log(&place, BANK_LOG_MARK, BANK_LOG_DEBUG, "debug line %d", 1);
+    CHECK(wants_seen_level == BANK_LOG_DEBUG && wants_seen_where == &place);
+    CHECK(!unit_logged("debug line 1"));
+    bank_log(&place, BANK_LOG_MARK, BANK_LOG_ERR, "error line %d", 2);
+    CHECK(wants_seen_level == BANK_LOG_ERR);
+    CHECK(unit_logged("error line 2"));
+    bank_log_set_wants(NULL);
+    bank_log(NULL, BANK_LOG_MARK, BANK_LOG_DEBUG, "debug line %d", 3);
+    CHECK(unit_logged("debug line 3"));
+    unit_log_clear();
+}
+
 static void run_tests(apr_pool_t *p)
 {
+    test_log_levels();
     test_days_in_month();
     test_utf8();
     test_base64(p);
