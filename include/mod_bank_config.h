@@ -1,5 +1,5 @@
-/* mod_bank_config.c: the directives, their per-directory configuration and the getters that
- * supply the defaults. */
+/* The per-directory configuration, the getters that supply the defaults (mod_bank_config.c) and
+ * the directives that fill it (mod_bank_directives.c). */
 #ifndef MOD_BANK_CONFIG_H
 #define MOD_BANK_CONFIG_H
 
@@ -48,7 +48,9 @@ typedef struct {
     const char *idp_proxy;     /* BankBvnProviderProxy; "" none, NULL unset */
 } bank_dir_conf;
 
+/* mod_bank_directives.c */
 extern const command_rec bank_cmds[];
+
 void *bank_create_dir_conf(apr_pool_t *p, char *dir);
 void *bank_merge_dir_conf(apr_pool_t *p, void *base, void *add);
 

@@ -28,13 +28,13 @@ int bank_verify_run(void *v, const bank_sign_in_job_t *job);
 /* 1 if v has room for one more verification now (bank_verify_run may still refuse: others
  * may take it first), 0 if its concurrency runs and its waiting are queued. */
 int bank_verify_has_room(void *v);
-/* BankPasswordVerifyServerConcurrency (mod_bank_config.c checks it): 0 (off), or 1 to
+/* BankPasswordVerifyServerConcurrency (mod_bank_directives.c checks it): 0 (off), or 1 to
  * BANK_VERIFY_SLOTS_MAX verifications computing at once in all processes together. */
 void bank_verify_set_server_slots(apr_pool_t *pconf, int slots);
 #define BANK_VERIFY_SLOTS_MAX 256
 /* Makes the server's semaphore (after the configuration is read; removed with pconf). */
 void bank_verify_post_config(apr_pool_t *pconf, server_rec *s);
-/* BankPasswordVerifyMaxWait (mod_bank_config.c checks it): the longest a sign-in waits for
+/* BankPasswordVerifyMaxWait (mod_bank_directives.c checks it): the longest a sign-in waits for
  * its verification to start (its turn, then a slot of the server's bound) before it is
  * refused with 503, in ms, BANK_VERIFY_MAX_WAIT_DEFAULT unless set. */
 #define BANK_VERIFY_MAX_WAIT_DEFAULT 1000
