@@ -117,7 +117,7 @@ unit: $(UNIT_BIN)
 	@./scripts/run-unit $(UNIT_BIN)
 
 # UB aborts (no recovery) so that libFuzzer keeps the input; the fuzz build mode lowers the
-# password cost ceilings (mod_bank/bank_password.c).
+# password cost ceilings (mod_bank/bank_password.c, bank_password_argon2.c).
 $(BUILD)/fuzz/%: t/fuzz/%.c t/fuzz/fuzz.h $(HEADERS) $(BUILD)/libbank-fuzz.a
 	@mkdir -p $(BUILD)/fuzz
 	@echo "CC fuzz/$*"; $(FUZZ_CC) -O1 -g $(WARN) $(FUZZ_FLAGS) -fsanitize=fuzzer -Iinclude -It/fuzz \

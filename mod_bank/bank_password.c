@@ -1,18 +1,17 @@
-/* Password hashes (docs/api.md): scrypt and argon2 PHC as AdonisJS writes them, and bcrypt in both
- * its modular-crypt ($2a$/$2b$/$2y$) and AdonisJS PHC ($bcrypt$v=98$r=10$...) forms. */
+/* Password hashes (docs/api.md): scrypt and argon2 PHC as AdonisJS writes them (argon2's in
+ * bank_password_argon2.c), and bcrypt in both its modular-crypt ($2a$/$2b$/$2y$) and AdonisJS
+ * PHC ($bcrypt$v=98$r=10$...) forms; the hash an unknown e-mail is verified against. */
 #include <string.h>
 
 #include <apr_strings.h>
 #include <apr_hash.h>
 #include <apr_lib.h>
 
-#include <sys/mman.h>
-
-#include <argon2.h>
 #include <crypt.h>
 #include <openssl/crypto.h>
 
 #include "bank_password.h"
+#include "bank_password_internal.h"
 #include "bank_encoding.h"
 #include "bank_rand.h"
 #include "bank_scrypt.h"
@@ -54,24 +53,6 @@
 #define BCRYPT_SALT_LEN 16
 #define BCRYPT_HASH_LEN 23
 
-/* argon2: memory in KiB (m), passes (t) and lanes (p). AdonisJS's defaults are m=65536 (64
- * MiB), t=3, p=4. Lanes are computed one after another on the verifying thread, so one
- * verification uses one CPU, as scrypt's does, and holds one slot of the server-wide bound.
- * Memory at most twice the default; work (m*t) at most 4x the default, as scrypt's. */
-#ifdef FUZZING_BUILD_MODE_UNSAFE_FOR_PRODUCTION
-#define ARGON2_MAX_M 256UL
-#define ARGON2_MAX_WORK 1024UL
-#else
-#define ARGON2_MAX_M (2UL * 65536)
-#define ARGON2_MAX_WORK (4UL * 65536 * 3)
-#endif
-#define ARGON2_MAX_T 16
-#define ARGON2_MAX_P 16
-#define ARGON2_MIN_SALT 8
-#define ARGON2_MAX_SALT 1024
-#define ARGON2_MIN_KEY 16
-#define ARGON2_MAX_KEY 128
-
 /* scrypt(n=16384,r=8,p=1) of a random password that was thrown away. */
 static const char dummy_hash[] =
     "$scrypt$n=16384,r=8,p=1$dF780RQ+X3AB4wTn5/mhQw$EmXiMsK1lAYDyDgIwnKQnF6z9lxrG/HfjHnJPF4aC966"
@@ -83,81 +64,11 @@ typedef struct {
     apr_size_t saltlen, keylen;
 } scrypt_params;
 
-/* A decimal without sign or leading zeros, at most 9 digits (no overflow). */
-static int parse_uint(const char *s, apr_size_t len, unsigned long *v)
-{
-    apr_size_t i;
-
-    if (len == 0 || len > 9 || (s[0] == '0' && len > 1)) {
-        return -1;
-    }
-    *v = 0;
-    for (i = 0; i < len; i++) {
-        if (!apr_isdigit(s[i])) {
-            return -1;
-        }
-        *v = *v * 10 + (unsigned long)(s[i] - '0');
-    }
-    return 0;
-}
-
-/* Splits "a$b$c" after a scheme prefix into exactly want fields (none empty, no more). */
-static int split_fields(apr_pool_t *p, const char *s, char **fields, int want)
-{
-    char *copy = apr_pstrdup(p, s), *f = copy;
-    int i;
-
-    for (i = 0; i < want; i++) {
-        char *end = strchr(f, '$');
-
-        if ((end == NULL) != (i == want - 1)) {
-            return -1;
-        }
-        if (end) {
-            *end = '\0';
-        }
-        if (*f == '\0') {
-            return -1;
-        }
-        fields[i] = f;
-        f = end ? end + 1 : NULL;
-    }
-    return 0;
-}
-
-/* "k=V,k=V,..." in any order, each key of `keys` (one letter each) exactly once, into
- * v[i] for keys[i]: scrypt's "n=16384,r=8,p=1", argon2's "m=65536,t=3,p=4". */
-static int parse_params(const char *s, const char *keys, unsigned long *v)
-{
-    unsigned int seen = 0, all = (1U << strlen(keys)) - 1;
-
-    while (*s) {
-        const char *comma = strchr(s, ',');
-        apr_size_t len = comma ? (apr_size_t)(comma - s) : strlen(s);
-        const char *k = s[0] ? strchr(keys, s[0]) : NULL;
-        unsigned int bit;
-
-        if (len < 3 || s[1] != '=' || !k) {
-            return -1;
-        }
-        bit = 1U << (k - keys);
-        if ((seen & bit) || parse_uint(s + 2, len - 2, &v[k - keys]) != 0) {
-            return -1;
-        }
-        seen |= bit;
-        s += len;
-        if (comma && *++s == '\0') {
-            return -1;
-        }
-    }
-    return seen == all ? 0 : -1;
-}
-
 static int scrypt_parse_params(const char *s, scrypt_params *sp)
 {
     unsigned long v[3];
 
-    if (parse_params(s, "nrp", v) != 0) {
+    if (bank_phc_params(s, "nrp", v) != 0) {
         return -1;
     }
     sp->n = v[0], sp->r = v[1], sp->p = v[2];
@@ -198,7 +109,7 @@ static int scrypt_parse(apr_pool_t *p, const char *rest, scrypt_params *sp)
     char *f[3];
 
     memset(sp, 0, sizeof(*sp));
-    if (split_fields(p, rest, f, 3) != 0 || scrypt_parse_params(f[0], sp) != 0 ||
+    if (bank_phc_fields(p, rest, f, 3) != 0 || scrypt_parse_params(f[0], sp) != 0 ||
         bank_b64std_decode(p, f[1], &sp->salt, &sp->saltlen) != 0 ||
         bank_b64std_decode(p, f[2], &sp->key, &sp->keylen) != 0 || !scrypt_params_ok(sp)) {
         return -1;
@@ -295,15 +206,15 @@ static const char *bcrypt_phc_to_mcf(apr_pool_t *p, const char *rest)
     apr_size_t saltlen, hashlen;
 
     /* f[0] is the optional version; f[1..3] are cost, salt and hash. */
-    if (split_fields(p, rest, f, 4) == 0) {
-        if (strncmp(f[0], "v=", 2) != 0 || parse_uint(f[0] + 2, strlen(f[0] + 2), &version) ||
+    if (bank_phc_fields(p, rest, f, 4) == 0) {
+        if (strncmp(f[0], "v=", 2) != 0 || bank_phc_uint(f[0] + 2, strlen(f[0] + 2), &version) ||
             (version != 'a' && version != 'b')) {
             return NULL;
         }
-    } else if (split_fields(p, rest, f + 1, 3) != 0) {
+    } else if (bank_phc_fields(p, rest, f + 1, 3) != 0) {
         return NULL;
     }
-    if (strncmp(f[1], "r=", 2) != 0 || parse_uint(f[1] + 2, strlen(f[1] + 2), &cost) ||
+    if (strncmp(f[1], "r=", 2) != 0 || bank_phc_uint(f[1] + 2, strlen(f[1] + 2), &cost) ||
         cost < BCRYPT_MIN_COST || cost > BCRYPT_MAX_COST ||
         bank_b64std_decode(p, f[2], &salt, &saltlen) || saltlen != BCRYPT_SALT_LEN ||
         bank_b64std_decode(p, f[3], &hash, &hashlen) || hashlen != BCRYPT_HASH_LEN) {
@@ -317,106 +228,6 @@ static int verify_bcrypt_phc(apr_pool_t *p, const char *plain, const char *rest)
 {
     const char *mcf = bcrypt_phc_to_mcf(p, rest);
     return mcf ? verify_bcrypt_mcf(p, plain, mcf) : BANK_PW_MALFORMED;
-}
-
-typedef struct {
-    argon2_type type;
-    unsigned long version, m, t, p;
-    unsigned char *salt, *key;
-    apr_size_t saltlen, keylen;
-} argon2_params;
-
-/* libargon2's work area (m KiB) mapped for the call and unmapped after it, as scrypt's
- * (bank_scrypt.c): a malloc'd area would stay in the calling thread's glibc arena. libargon2
- * wipes it before it gives it back. */
-static int argon2_map(uint8_t **memory, size_t len)
-{
-    void *a = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-
-    if (a == MAP_FAILED) {
-        return ARGON2_MEMORY_ALLOCATION_ERROR;
-    }
-#ifdef MADV_DONTDUMP
-    (void)madvise(a, len, MADV_DONTDUMP); /* never in a core file */
-#endif
-    *memory = a;
-    return ARGON2_OK;
-}
-
-static void argon2_unmap(uint8_t *memory, size_t len)
-{
-    munmap(memory, len);
-}
-
-static int argon2_params_ok(const argon2_params *ap)
-{
-    return (ap->version == ARGON2_VERSION_10 || ap->version == ARGON2_VERSION_13) && ap->p >= 1 &&
-           ap->p <= ARGON2_MAX_P && ap->m >= 8 * ap->p && ap->m <= ARGON2_MAX_M && ap->t >= 1 &&
-           ap->t <= ARGON2_MAX_T && ap->m * ap->t <= ARGON2_MAX_WORK &&
-           ap->saltlen >= ARGON2_MIN_SALT && ap->saltlen <= ARGON2_MAX_SALT &&
-           ap->keylen >= ARGON2_MIN_KEY && ap->keylen <= ARGON2_MAX_KEY;
-}
-
-/* "id$v=19$m=65536,t=3,p=4$<salt>$<hash>" after "$argon2"; no v= means version 16. */
-static int argon2_parse(apr_pool_t *p, const char *rest, argon2_params *ap)
-{
-    char *f[5], **g = f + 1;
-    unsigned long v[3];
-
-    memset(ap, 0, sizeof(*ap));
-    if (!strncmp(rest, "id$", 3)) {
-        ap->type = Argon2_id, rest += 3;
-    } else if (!strncmp(rest, "i$", 2) || !strncmp(rest, "d$", 2)) {
-        ap->type = rest[0] == 'i' ? Argon2_i : Argon2_d, rest += 2;
-    } else {
-        return -1;
-    }
-    ap->version = ARGON2_VERSION_10;
-    if (split_fields(p, rest, f, 4) == 0) {
-        if (strncmp(f[0], "v=", 2) != 0 || parse_uint(f[0] + 2, strlen(f[0] + 2), &ap->version)) {
-            return -1;
-        }
-    } else if (split_fields(p, rest, g, 3) != 0) {
-        return -1;
-    }
-    if (parse_params(g[0], "mtp", v) != 0 || bank_b64std_decode(p, g[1], &ap->salt, &ap->saltlen) ||
-        bank_b64std_decode(p, g[2], &ap->key, &ap->keylen)) {
-        return -1;
-    }
-    ap->m = v[0], ap->t = v[1], ap->p = v[2];
-    return argon2_params_ok(ap) ? 0 : -1;
-}
-
-static int verify_argon2(apr_pool_t *p, const char *plain, const char *rest)
-{
-    argon2_params ap;
-    argon2_context c;
-    unsigned char *got;
-    apr_size_t len = strlen(plain);
-
-    if (argon2_parse(p, rest, &ap) != 0 || len > ARGON2_MAX_PWD_LENGTH) {
-        return BANK_PW_MALFORMED;
-    }
-    got = apr_palloc(p, ap.keylen);
-    memset(&c, 0, sizeof(c));
-    c.out = got;
-    c.outlen = (uint32_t)ap.keylen;
-    c.pwd = (uint8_t *)apr_pmemdup(p, plain, len + 1);
-    c.pwdlen = (uint32_t)len;
-    c.salt = ap.salt;
-    c.saltlen = (uint32_t)ap.saltlen;
-    c.t_cost = (uint32_t)ap.t;
-    c.m_cost = (uint32_t)ap.m;
-    c.lanes = (uint32_t)ap.p;
-    c.threads = 1;
-    c.version = (uint32_t)ap.version;
-    c.allocate_cbk = argon2_map;
-    c.free_cbk = argon2_unmap;
-    c.flags = ARGON2_FLAG_CLEAR_PASSWORD;
-    if (argon2_ctx(&c, ap.type) != ARGON2_OK) {
-        return BANK_PW_MALFORMED;
-    }
-    return CRYPTO_memcmp(got, ap.key, ap.keylen) == 0 ? BANK_PW_MATCH : BANK_PW_MISMATCH;
 }
 
 int bank_password_verify(apr_pool_t *p, const char *plain, const char *stored)
@@ -437,7 +248,7 @@ int bank_password_verify(apr_pool_t *p, const char *plain, const char *stored)
         return verify_bcrypt_mcf(p, plain, stored);
     }
     if (strncmp(stored, "$argon2", 7) == 0) {
-        return verify_argon2(p, plain, stored + 7);
+        return bank_argon2_verify(p, plain, stored + 7);
     }
     return BANK_PW_MALFORMED;
 }
@@ -511,7 +322,7 @@ static const char *random_b64(apr_pool_t *p, apr_size_t n)
 char *bank_password_dummy_like(apr_pool_t *p, const char *stored, const char **cost)
 {
     scrypt_params sp;
-    argon2_params ap;
+    bank_argon2_params ap;
     const char *mcf, *salt, *key;
     unsigned char raw[BCRYPT_SALT_LEN + BCRYPT_HASH_LEN];
 
@@ -523,7 +334,7 @@ char *bank_password_dummy_like(apr_pool_t *p, const char *stored, const char **c
         salt = random_b64(p, sp.saltlen), key = random_b64(p, sp.keylen);
         return salt && key ? apr_pstrcat(p, *cost, "$", salt, "$", key, (char *)NULL) : NULL;
     }
-    if (!strncmp(stored, "$argon2", 7) && argon2_parse(p, stored + 7, &ap) == 0) {
+    if (!strncmp(stored, "$argon2", 7) && bank_argon2_parse(p, stored + 7, &ap) == 0) {
         *cost = apr_psprintf(p, "$argon2%s$v=%lu$m=%lu,t=%lu,p=%lu",
                              ap.type == Argon2_id  ? "id"
                              : ap.type == Argon2_i ? "i"

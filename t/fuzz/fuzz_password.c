@@ -1,8 +1,8 @@
 /* The password-hash parser and verifier (mod_bank/bank_password.c) on arbitrary stored hashes,
  * checked against the password "password" (the seeds' hashes are of it, so both MATCH and
  * MISMATCH paths run), and the dummy made after it (bank_password_dummy_like). Built with
- * FUZZING_BUILD_MODE_UNSAFE_FOR_PRODUCTION, which lowers the code's cost ceilings (bank_password.c)
- * so that a run is parsing, not scrypt or argon2. */
+ * FUZZING_BUILD_MODE_UNSAFE_FOR_PRODUCTION, which lowers the code's cost ceilings (bank_password.c,
+ * bank_password_argon2.c) so that a run is parsing, not scrypt or argon2. */
 #include "fuzz.h"
 
 #include "bank_password.h"
