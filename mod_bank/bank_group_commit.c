@@ -137,13 +137,69 @@ static void fail_queued(bank_group_t *g, bank_db_rc rc)
     g->tail = NULL;
 }
 
+/* After a commit, with g->lock held: each notice of batch done and woken (q, the leader, is
+ * awake); if the database did not take it after a long wait, what is queued fails at once; the
+ * next commit's leader woken. */
+static void batch_done(bank_group_t *g, bank_group_item_t *q, bank_group_item_t **batch, int count,
+                       apr_time_t began)
+{
+    int i;
+
+    g->running = 0;
+    for (i = 0; i < count; i++) {
+        batch[i]->done = 1;
+        if (batch[i] != q) {
+            apr_thread_cond_signal(batch[i]->wake);
+        }
+    }
+    g->failed =
+        count > 0 && unavailable(batch, count) && apr_time_now() - began >= BANK_GROUP_SLOW_FAILURE
+            ? batch[0]->rc
+            : BANK_DB_OK;
+    if (g->failed != BANK_DB_OK) {
+        fail_queued(g, g->failed);
+    }
+    if (g->head) {
+        apr_thread_cond_signal(g->head->wake); /* the next commit */
+    }
+}
+
+/* q is first in the queue and no commit is running: wait for the turn, then lead everything
+ * queued by then, up to batch_max. Called with g->lock held, which is released meanwhile. */
+static void lead(bank_group_t *g, bank_group_item_t *q, const bank_group_host *host, void *baton,
+                 apr_pool_t *p, bank_group_item_t **batch)
+{
+    bank_db_t *db;
+    apr_time_t began;
+    int count, turn;
+
+    g->running = 1;
+    apr_thread_mutex_unlock(g->lock);
+    began = apr_time_now();
+    db = host->connect(baton); /* before the turn: none held while waiting for it */
+    turn = db && host->turn_take ? host->turn_take(baton) : 0;
+    apr_thread_mutex_lock(g->lock);
+    for (count = 0; count < g->batch_max && g->head; count++) {
+        batch[count] = g->head;
+        g->head = g->head->next;
+    }
+    if (!g->head) {
+        g->tail = NULL;
+    }
+    g->queued -= count;
+    apr_thread_mutex_unlock(g->lock);
+    commit_batch(host, baton, p, db, batch, count);
+    if (turn) {
+        host->turn_give(baton);
+    }
+    apr_thread_mutex_lock(g->lock);
+    batch_done(g, q, batch, count, began);
+}
+
 void bank_group_commit(bank_group_t *g, bank_group_item_t *q, const bank_group_host *host,
                        void *baton, apr_pool_t *p)
 {
     bank_group_item_t **batch;
-    bank_db_t *db;
-    apr_time_t began;
-    int count, i, turn;
 
     if (!g) {
         commit_batch(host, baton, p, host->connect(baton), &q, 1);
@@ -171,45 +227,7 @@ void bank_group_commit(bank_group_t *g, bank_group_item_t *q, const bank_group_h
             apr_thread_cond_wait(q->wake, g->lock);
             continue;
         }
-        /* first in the queue, no commit running: wait for the turn, then lead everything
-         * queued by then, up to batch_max */
-        g->running = 1;
-        apr_thread_mutex_unlock(g->lock);
-        began = apr_time_now();
-        db = host->connect(baton); /* before the turn: none held while waiting for it */
-        turn = db && host->turn_take ? host->turn_take(baton) : 0;
-        apr_thread_mutex_lock(g->lock);
-        for (count = 0; count < g->batch_max && g->head; count++) {
-            batch[count] = g->head;
-            g->head = g->head->next;
-        }
-        if (!g->head) {
-            g->tail = NULL;
-        }
-        g->queued -= count;
-        apr_thread_mutex_unlock(g->lock);
-        commit_batch(host, baton, p, db, batch, count);
-        if (turn) {
-            host->turn_give(baton);
-        }
-        apr_thread_mutex_lock(g->lock);
-        g->running = 0;
-        for (i = 0; i < count; i++) {
-            batch[i]->done = 1;
-            if (batch[i] != q) {
-                apr_thread_cond_signal(batch[i]->wake);
-            }
-        }
-        g->failed = count > 0 && unavailable(batch, count) &&
-                            apr_time_now() - began >= BANK_GROUP_SLOW_FAILURE
-                        ? batch[0]->rc
-                        : BANK_DB_OK;
-        if (g->failed != BANK_DB_OK) {
-            fail_queued(g, g->failed);
-        }
-        if (g->head) {
-            apr_thread_cond_signal(g->head->wake); /* the next commit */
-        }
+        lead(g, q, host, baton, p, batch);
     }
     apr_thread_mutex_unlock(g->lock);
 }

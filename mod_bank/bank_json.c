@@ -437,6 +437,62 @@ static json_object *parse_in_c(json_tokener *tok, const char *buf, int len)
     return o;
 }
 
+/* buf read by tok in the C locale: the value (owned by p), json-c's verdict in *err and in *off
+ * where the value ends. tok is freed if own, else kept in keep only if it succeeded. */
+static inline json_object *tokenize(apr_pool_t *p, apr_pool_t *keep, json_tokener *tok, int own,
+                                    const char *buf, apr_size_t len, int want_object,
+                                    enum json_tokener_error *err, apr_size_t *off)
+{
+    json_object *o = parse_in_c(tok, buf, (int)len);
+
+    *err = json_tokener_get_error(tok);
+    *off = json_tokener_get_parse_end(tok);
+    if (*err == json_tokener_continue && !want_object) {
+        /* All of buf was read and the value may be complete: a top-level number or literal
+         * ends only where json-c sees the end of the text, which it knows by a NUL. (An
+         * object ends at its brace; a request body that does not is "not valid JSON".) */
+        o = parse_in_c(tok, "", 1);
+        *err = json_tokener_get_error(tok);
+        *off = len;
+    }
+    if (own) { /* freed now rather than with p: bankctl parses thousands of values into one pool */
+        json_tokener_free(tok);
+    } else if (*err != json_tokener_success) {
+        /* json_tokener_reset leaves some state (a \u escape's pending high surrogate) that
+         * would change how the connection's next text reads: only a parser that succeeded is
+         * kept */
+        apr_pool_cleanup_run(keep, tok, free_tokener);
+        apr_pool_userdata_set(NULL, KEPT_TOKENER, NULL, keep);
+    }
+    return bank_json_own(p, o);
+}
+
+/* What json-c let through that the text did not say (sc: what the scan counted): a name twice
+ * in one object, a -0 (put back into *o), a number out of range. NULL, or why it is refused. */
+static inline const char *tree_problem(apr_pool_t *p, json_object **o, const scan_t *sc)
+{
+    /* json-c keeps the last of two members with the same name (compared after unescaping,
+     * so "a" and "\u0061" are one name) and drops the other silently: the tree then holds
+     * fewer members than the text wrote. A dropped value's own members are missing too, so
+     * the counts differ exactly when some object repeats a name. O(n), no table of names. */
+    if (count_members(*o) != sc->members) {
+        return "The request body has the same member name twice in one object.";
+    }
+    if (sc->neg_zeros) {
+        neg_zero_walk w = {sc->neg_zeros, 0, 0};
+        json_object *n = neg_zero_for(&w, *o);
+        if (n != *o) {
+            *o = bank_json_own(p, n); /* the whole text was -0 */
+        } else {
+            put_neg_zeros(&w, *o);
+        }
+    }
+    if (any_value(*o, not_finite)) {
+        return "The request body holds a number JSON cannot represent.";
+    }
+    return NULL;
+}
+
 /* The text is refused if *why is set; JSON null is NULL with *why left NULL. The object test
  * comes before the number test so bank_json_parse_object keeps its messages' order. */
 static json_object *parse(apr_pool_t *p, apr_pool_t *keep, const char *buf, apr_size_t len,
@@ -458,27 +514,7 @@ static json_object *parse(apr_pool_t *p, apr_pool_t *keep, const char *buf, apr_
         *why = "The request body could not be parsed.";
         return NULL;
     }
-    o = parse_in_c(tok, buf, (int)len);
-    err = json_tokener_get_error(tok);
-    off = json_tokener_get_parse_end(tok);
-    if (err == json_tokener_continue && !want_object) {
-        /* All of buf was read and the value may be complete: a top-level number or literal
-         * ends only where json-c sees the end of the text, which it knows by a NUL. (An
-         * object ends at its brace; a request body that does not is "not valid JSON".) */
-        o = parse_in_c(tok, "", 1);
-        err = json_tokener_get_error(tok);
-        off = len;
-    }
-    if (own) { /* freed now rather than with p: bankctl parses thousands of values into one pool */
-        json_tokener_free(tok);
-    } else if (err != json_tokener_success) {
-        /* json_tokener_reset leaves some state (a \u escape's pending high surrogate) that
-         * would change how the connection's next text reads: only a parser that succeeded is
-         * kept */
-        apr_pool_cleanup_run(keep, tok, free_tokener);
-        apr_pool_userdata_set(NULL, KEPT_TOKENER, NULL, keep);
-    }
-    o = bank_json_own(p, o);
+    o = tokenize(p, keep, tok, own, buf, len, want_object, &err, &off);
     if (err == json_tokener_error_depth) {
         *why = "The request body is nested too deeply.";
         return NULL;
@@ -497,25 +533,7 @@ static json_object *parse(apr_pool_t *p, apr_pool_t *keep, const char *buf, apr_
         *why = "The request body must be a JSON object.";
         return NULL;
     }
-    /* json-c keeps the last of two members with the same name (compared after unescaping,
-     * so "a" and "\u0061" are one name) and drops the other silently: the tree then holds
-     * fewer members than the text wrote. A dropped value's own members are missing too, so
-     * the counts differ exactly when some object repeats a name. O(n), no table of names. */
-    if (o && count_members(o) != sc.members) {
-        *why = "The request body has the same member name twice in one object.";
-        return NULL;
-    }
-    if (o && sc.neg_zeros) {
-        neg_zero_walk w = {sc.neg_zeros, 0, 0};
-        json_object *n = neg_zero_for(&w, o);
-        if (n != o) {
-            o = bank_json_own(p, n); /* the whole text was -0 */
-        } else {
-            put_neg_zeros(&w, o);
-        }
-    }
-    if (o && any_value(o, not_finite)) {
-        *why = "The request body holds a number JSON cannot represent.";
+    if (o && (*why = tree_problem(p, &o, &sc)) != NULL) {
         return NULL;
     }
     return o;

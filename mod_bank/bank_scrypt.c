@@ -452,33 +452,62 @@ static int area_for(mapping_t *m, apr_size_t len)
     return m->addr == MAP_FAILED ? -1 : 0;
 }
 
+/* 1 if n, r, p and each computation's lengths are ones this code takes: sizes that would not
+ * fit in memory's addresses are refused before any is computed. */
+static int sizes_ok(const bank_scrypt_in_t *in, int count, unsigned long n, unsigned long r,
+                    unsigned long p)
+{
+    int c;
+
+    /* Integerify reads 32 bits (n up to 2^32, as OpenSSL) */
+    if (n < 2 || (n & (n - 1)) != 0 || n > 0xFFFFFFFFUL || r < 1 || p < 1 ||
+        r > SIZE_MAX / 512 / (n + 2) || p > SIZE_MAX / 256 / r) {
+        return 0;
+    }
+    for (c = 0; c < count; c++) {
+        if (in[c].passlen > INT_MAX || in[c].saltlen > INT_MAX || in[c].outlen > INT_MAX) {
+            return 0;
+        }
+    }
+    return (apr_size_t)128 * r * p <= INT_MAX;
+}
+
+/* ROMix of each of the p blocks of every computation's B, the count computations' steps
+ * together. */
+static void ro_mix_blocks(romix_t *w, unsigned char *const *b, int count, unsigned long n,
+                          unsigned long r, unsigned long p)
+{
+    apr_size_t i;
+    int c;
+
+    for (i = 0; i < p; i++) {
+        for (c = 0; c < count; c++) {
+            w[c].b = b[c] + (apr_size_t)128 * r * i;
+        }
+        if (count == 2) {
+            ro_mix_two(w, r, n);
+        } else {
+            ro_mix_one(w, r, n);
+        }
+    }
+}
+
 /* scrypt of count (1 or 2) computations with the same n, r and p, their ROMix steps together
  * on this thread. */
 static int scrypt_run(apr_pool_t *pool, const bank_scrypt_in_t *in, int count, unsigned long n,
                       unsigned long r, unsigned long p)
 {
-    apr_size_t blen, vlen, i;
+    apr_size_t blen, vlen;
     mapping_t *m;
     unsigned char *b[2], *area;
     romix_t w[2];
     int rc = 0, c;
 
-    /* sizes that would not fit in memory's addresses are refused before any is computed */
-    /* Integerify reads 32 bits (n up to 2^32, as OpenSSL) */
-    if (n < 2 || (n & (n - 1)) != 0 || n > 0xFFFFFFFFUL || r < 1 || p < 1 ||
-        r > SIZE_MAX / 512 / (n + 2) || p > SIZE_MAX / 256 / r) {
+    if (!sizes_ok(in, count, n, r, p)) {
         return -1;
-    }
-    for (c = 0; c < count; c++) {
-        if (in[c].passlen > INT_MAX || in[c].saltlen > INT_MAX || in[c].outlen > INT_MAX) {
-            return -1;
-        }
     }
     blen = (apr_size_t)128 * r * p;
     vlen = (apr_size_t)128 * r * n;
-    if (blen > INT_MAX) {
-        return -1;
-    }
     /* One mapping, a huge page more than needed so that the work area can start on a huge
      * page boundary (pages never touched are never backed): every computation's V, then every
      * computation's x and y. The pool's cleanup wipes it (and unmaps it unless the process
@@ -502,16 +531,7 @@ static int scrypt_run(apr_pool_t *pool, const bank_scrypt_in_t *in, int count, u
     if (rc == 0) {
         m->used = area;
         m->used_len = (vlen + (apr_size_t)256 * r) * (apr_size_t)count;
-        for (i = 0; i < p; i++) {
-            for (c = 0; c < count; c++) {
-                w[c].b = b[c] + (apr_size_t)128 * r * i;
-            }
-            if (count == 2) {
-                ro_mix_two(w, r, n);
-            } else {
-                ro_mix_one(w, r, n);
-            }
-        }
+        ro_mix_blocks(w, b, count, n, r, p);
         for (c = 0; c < count; c++) {
             if (PKCS5_PBKDF2_HMAC(in[c].pass, (int)in[c].passlen, b[c], (int)blen, 1, EVP_sha256(),
                                   (int)in[c].outlen, in[c].out) != 1) {
