@@ -210,6 +210,39 @@ static int validate(request_rec *r, json_object *body, const char **bvn, const c
     return errs->nelts ? bank_error_validation(r, errs) : OK;
 }
 
+/* The onboarding's rules for this customer: the throttle's, and the identity provider, if the
+ * Location names one other than the table (idp is its baton). */
+static void onboard_rules(request_rec *r, const bank_dir_conf *conf, const bank_principal_t *who,
+                          bank_onboard_t *st, bank_onboard_provider_t *provider,
+                          bank_idp_onboard_t *idp)
+{
+    memset(st, 0, sizeof(*st));
+    st->customer_id = who->customer_id;
+    st->attempts = bank_conf_bvn_attempts(conf);
+    st->window = bank_conf_bvn_window(conf);
+    if (bank_idp_kind_of(r) != BANK_IDP_TABLE) {
+        provider->baton = idp;
+        provider->source = bank_idp_kind_name(bank_idp_kind_of(r));
+        st->provider = provider;
+    }
+}
+
+/* The onboarding's steps worth a trace: an account being opened, referral codes tried again. */
+static void log_steps(request_rec *r, const bank_onboard_t *st)
+{
+    if (st->opening) {
+        ap_log_rerror(APLOG_MARK, APLOG_TRACE1, 0, r,
+                      BANKLOGNO(0606) "customer %s: not verified yet, opening the account",
+                      st->customer_id);
+    }
+    if (st->retries) {
+        ap_log_rerror(APLOG_MARK, APLOG_DEBUG, 0, r,
+                      BANKLOGNO(0603) "customer %s: %d attempts failed on a taken referral "
+                                      "code before this one",
+                      st->customer_id, st->retries);
+    }
+}
+
 int bank_bvn_handler(request_rec *r)
 {
     const bank_dir_conf *conf = bank_conf(r);
@@ -238,15 +271,7 @@ int bank_bvn_handler(request_rec *r)
         /* the identity keys of this configuration were refused at its restart (BANK1705) */
         return bank_error_unavailable(r, NULL, BVN_KEYS_RETRY_AFTER);
     }
-    memset(&st, 0, sizeof(st));
-    st.customer_id = who->customer_id;
-    st.attempts = bank_conf_bvn_attempts(conf);
-    st.window = bank_conf_bvn_window(conf);
-    if (bank_idp_kind_of(r) != BANK_IDP_TABLE) {
-        provider.baton = &idp;
-        provider.source = bank_idp_kind_name(bank_idp_kind_of(r));
-        st.provider = &provider;
-    }
+    onboard_rules(r, conf, who, &st, &provider, &idp);
     if ((rc = validate(r, body, &st.bvn, &dob)) != OK) {
         return rc;
     }
@@ -265,17 +290,7 @@ int bank_bvn_handler(request_rec *r)
     keep.may = bank_bvn_answer_epoch(r, &keep.epoch);
     keep.fetched = apr_time_now();
     drc = bank_onboard(db, &st, dob, &bank);
-    if (st.opening) {
-        ap_log_rerror(APLOG_MARK, APLOG_TRACE1, 0, r,
-                      BANKLOGNO(0606) "customer %s: not verified yet, opening the account",
-                      st.customer_id);
-    }
-    if (st.retries) {
-        ap_log_rerror(APLOG_MARK, APLOG_DEBUG, 0, r,
-                      BANKLOGNO(0603) "customer %s: %d attempts failed on a taken referral "
-                                      "code before this one",
-                      st.customer_id, st.retries);
-    }
+    log_steps(r, &st);
     if (drc != BANK_DB_OK) {
         return bank_error_db(r, db, drc, "BVN onboarding"); /* the step: logged by the core */
     }

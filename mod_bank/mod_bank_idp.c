@@ -93,6 +93,32 @@ int bank_idp_ask(request_rec *r, const bank_idp_query_t *q, bank_idp_result_t *o
     return OK;
 }
 
+/* A call to the provider (c, called name) that gave no verdict on the identity: logged, counted
+ * by the circuit breaker (which may open now), and 503. */
+static int call_failed(request_rec *r, const bank_idp_conf_t *c, const char *name,
+                       const bank_idp_result_t *out, int *retry_after)
+{
+    if (out->verdict == BANK_IDP_REFUSED) {
+        ap_log_rerror(APLOG_MARK, APLOG_ERR, 0, r,
+                      BANKLOGNO(1007) "identity provider %s at %s refused the request: %s "
+                                      "(HTTP %ld); check BankBvnProviderCredentials and the "
+                                      "provider account",
+                      name, c->base_url, out->why, out->http_status);
+    } else {
+        ap_log_rerror(APLOG_MARK, APLOG_WARNING, 0, r,
+                      BANKLOGNO(1008) "identity provider %s at %s unavailable: %s", name,
+                      c->base_url, out->why);
+    }
+    if (bank_idp_breaker_record(breaker, c->base_url, 0, apr_time_now())) {
+        ap_log_rerror(APLOG_MARK, APLOG_ERR, 0, r,
+                      BANKLOGNO(1009) "identity provider %s at %s failed %d times in a row: "
+                                      "circuit breaker open, no calls for %d seconds",
+                      name, c->base_url, BANK_IDP_BREAKER_FAILURES, BANK_IDP_BREAKER_OPEN);
+    }
+    *retry_after = BANK_IDP_RETRY_AFTER;
+    return HTTP_SERVICE_UNAVAILABLE;
+}
+
 int bank_idp_verify(request_rec *r, const bank_idp_query_t *q, bank_idp_result_t *out,
                     int *retry_after)
 {
@@ -140,25 +166,7 @@ int bank_idp_verify(request_rec *r, const bank_idp_query_t *q, bank_idp_result_t
         bank_idp_latency_record(breaker, c.base_url, apr_time_now() - start);
         return OK;
     }
-    if (out->verdict == BANK_IDP_REFUSED) {
-        ap_log_rerror(APLOG_MARK, APLOG_ERR, 0, r,
-                      BANKLOGNO(1007) "identity provider %s at %s refused the request: %s "
-                                      "(HTTP %ld); check BankBvnProviderCredentials and the "
-                                      "provider account",
-                      name, c.base_url, out->why, out->http_status);
-    } else {
-        ap_log_rerror(APLOG_MARK, APLOG_WARNING, 0, r,
-                      BANKLOGNO(1008) "identity provider %s at %s unavailable: %s", name,
-                      c.base_url, out->why);
-    }
-    if (bank_idp_breaker_record(breaker, c.base_url, 0, apr_time_now())) {
-        ap_log_rerror(APLOG_MARK, APLOG_ERR, 0, r,
-                      BANKLOGNO(1009) "identity provider %s at %s failed %d times in a row: "
-                                      "circuit breaker open, no calls for %d seconds",
-                      name, c.base_url, BANK_IDP_BREAKER_FAILURES, BANK_IDP_BREAKER_OPEN);
-    }
-    *retry_after = BANK_IDP_RETRY_AFTER;
-    return HTTP_SERVICE_UNAVAILABLE;
+    return call_failed(r, &c, name, out, retry_after);
 }
 
 bank_record_verdict bank_idp_onboard_ask(void *baton, const char *bvn, const char *dob,
