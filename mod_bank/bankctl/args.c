@@ -26,6 +26,39 @@ void die(int code, const char *fmt, ...)
     exit(code);
 }
 
+/* The name of option a (-x, --name or --name=VALUE, *eq then at its '='). Values are never
+ * echoed: a stray argument may be a password or a BVN. A one-letter option is written -x
+ * (bankctl check -f FILE, as apache2 -f). */
+static const char *option_name(ctl_t *c, const char *cmd, const char *a, const char **eq)
+{
+    if (a[0] == '-' && a[1] && a[1] != '-' && a[2] == '\0') {
+        *eq = NULL;
+        return a + 1;
+    }
+    if (strncmp(a, "--", 2) != 0 || a[2] == '\0') {
+        die(EXIT_USAGE, "%s: unexpected argument (options are --name VALUE)", cmd);
+    }
+    *eq = strchr(a, '=');
+    return *eq ? apr_pstrndup(c->pool, a + 2, (apr_size_t)(*eq - a - 2)) : a + 2;
+}
+
+/* The option called name: --db and --keys, every command's, or one of spec. */
+static const opt_t *option_of(const opt_t *spec, const char *cmd, const char *name)
+{
+    static const opt_t db_opt = {"db", 1}, keys_opt = {"keys", 1};
+    const opt_t *o;
+
+    if (strcmp(name, "db") == 0 || strcmp(name, "keys") == 0) {
+        return strcmp(name, "db") == 0 ? &db_opt : &keys_opt;
+    }
+    for (o = spec; o->name && strcmp(o->name, name) != 0; o++) {
+    }
+    if (!o->name) {
+        die(EXIT_USAGE, "%s: unknown option %s%s", cmd, name[1] ? "--" : "-", name);
+    }
+    return o;
+}
+
 apr_table_t *ctl_parse_opts(ctl_t *c, int argc, const char *const *argv,
                             const ctl_command_t *command)
 {
@@ -52,27 +85,8 @@ apr_table_t *ctl_parse_opts(ctl_t *c, int argc, const char *const *argv,
                 continue;
             }
         }
-        /* Values are never echoed: a stray argument may be a password or a BVN. A
-         * one-letter option is written -x (bankctl check -f FILE, as apache2 -f). */
-        if (a[0] == '-' && a[1] && a[1] != '-' && a[2] == '\0') {
-            eq = NULL;
-            name = a + 1;
-        } else if (strncmp(a, "--", 2) != 0 || a[2] == '\0') {
-            die(EXIT_USAGE, "%s: unexpected argument (options are --name VALUE)", cmd);
-        } else {
-            eq = strchr(a, '=');
-            name = eq ? apr_pstrndup(c->pool, a + 2, (apr_size_t)(eq - a - 2)) : a + 2;
-        }
-        if (strcmp(name, "db") == 0 || strcmp(name, "keys") == 0) {
-            static const opt_t db_opt = {"db", 1}, keys_opt = {"keys", 1};
-            o = strcmp(name, "db") == 0 ? &db_opt : &keys_opt;
-        } else {
-            for (o = spec; o->name && strcmp(o->name, name) != 0; o++) {
-            }
-        }
-        if (!o->name) {
-            die(EXIT_USAGE, "%s: unknown option %s%s", cmd, name[1] ? "--" : "-", name);
-        }
+        name = option_name(c, cmd, a, &eq);
+        o = option_of(spec, cmd, name);
         if (o->has_value) {
             val = eq ? eq + 1 : (i + 1 < argc ? argv[++i] : NULL);
             if (!val || (!eq && strncmp(val, "--", 2) == 0)) {

@@ -195,16 +195,100 @@ static void keep(apr_pool_t *bp, bank_bvn_record_t *rec)
     rec->phone = rec->phone ? apr_pstrdup(bp, rec->phone) : NULL;
 }
 
+/* The input, file or standard input ("-"), into im->in, and a regular file's size. */
+static void open_input(ctl_t *c, import_t *im, const char *file)
+{
+    apr_finfo_t fi;
+
+    if (strcmp(file, "-") == 0) {
+        if (apr_file_open_flags_stdin(&im->in, APR_FOPEN_BUFFERED, c->pool) != APR_SUCCESS) {
+            die(1, "%s: cannot read standard input", cmd);
+        }
+        return;
+    }
+    if (apr_file_open(&im->in, file, APR_FOPEN_READ | APR_FOPEN_BUFFERED, APR_OS_DEFAULT,
+                      c->pool) != APR_SUCCESS) {
+        die(1, "%s: cannot open %s", cmd, file);
+    }
+    if (apr_file_info_get(&fi, APR_FINFO_TYPE | APR_FINFO_SIZE, im->in) != APR_SUCCESS ||
+        fi.filetype == APR_DIR) {
+        die(1, "%s: %s is not a file to read", cmd, file);
+    }
+    im->size = fi.filetype == APR_REG ? fi.size : 0;
+}
+
+/* The line next_line read into buf (got: its verdict) as a record in rec (its fields in buf):
+ * 1; 0 if it is refused (said) or is no record (a blank line, the columns' names as a
+ * header). lp: the line's pool. */
+static int record_of(import_t *im, apr_pool_t *lp, char *buf, int got, apr_time_t now,
+                     bank_bvn_record_t *rec)
+{
+    const char *why;
+    int field;
+
+    if (got == LINE_LONG) {
+        refuse(im, "is longer than the limit of", apr_psprintf(lp, "%d bytes", LINE_MAX_BYTES));
+        return 0;
+    }
+    if (got == LINE_NUL) {
+        refuse(im, "holds a NUL byte (not UTF-8 text)", NULL);
+        return 0;
+    }
+    if (buf[strspn(buf, " \t")] == '\0' ||
+        (im->line == 1 && (strcmp(buf, "bvn,date_of_birth,first_name,last_name,phone") == 0 ||
+                           strcmp(buf, "bvn,date_of_birth,first_name,last_name") == 0))) {
+        return 0;
+    }
+    if ((why = split(buf, rec)) != NULL) {
+        refuse(im, why, NULL);
+        return 0;
+    }
+    if ((why = ctl_bvn_record_problem(lp, rec, now, &field)) != NULL) {
+        refuse(im, columns[field], why);
+        return 0;
+    }
+    return 1;
+}
+
+/* The records of im->in, checked as of now, written batch records at a time (the last batch
+ * however short). */
+static void load(ctl_t *c, import_t *im, long batch, apr_time_t now)
+{
+    char buf[LINE_MAX_BYTES + 2];
+    bank_bvn_record_t *recs;
+    apr_pool_t *bp, *lp;
+    int n = 0, got;
+
+    apr_pool_create(&bp, c->pool);
+    apr_pool_create(&lp, c->pool); /* a line's own: cleared for each */
+    recs = apr_palloc(c->pool, sizeof(*recs) * (apr_size_t)batch);
+    while ((got = next_line(im, buf, sizeof(buf))) != LINE_END) {
+        apr_pool_clear(lp);
+        if (!record_of(im, lp, buf, got, now, &recs[n])) {
+            continue;
+        }
+        keep(bp, &recs[n]);
+        if (++n == batch) {
+            write_batch(c, im, bp, recs, n);
+            if (!c->sqlite_path && im->loaded + im->replaced == (unsigned long)n) {
+                plan_for_size(c);
+            }
+            n = 0;
+            apr_pool_clear(bp);
+            progress(im, 0);
+        }
+    }
+    if (n > 0) {
+        write_batch(c, im, bp, recs, n);
+    }
+}
+
 int cmd_bvn_import(ctl_t *c, apr_table_t *o)
 {
     const char *file = apr_table_get(o, "file"), *v;
     long batch = BATCH_DEFAULT;
     apr_time_t now = apr_time_now();
-    char buf[LINE_MAX_BYTES + 2];
-    bank_bvn_record_t *recs;
-    apr_pool_t *bp, *lp;
     import_t im;
-    int n = 0, got;
 
     if (!file) {
         die(EXIT_USAGE, "%s: a FILE is required (- for standard input)", cmd);
@@ -215,22 +299,7 @@ int cmd_bvn_import(ctl_t *c, apr_table_t *o)
     memset(&im, 0, sizeof(im));
     /* the file first, as the user bankctl was started as (root may read it; the database's
      * owner, whom bankctl becomes on SQLite, need not) */
-    if (strcmp(file, "-") == 0) {
-        if (apr_file_open_flags_stdin(&im.in, APR_FOPEN_BUFFERED, c->pool) != APR_SUCCESS) {
-            die(1, "%s: cannot read standard input", cmd);
-        }
-    } else {
-        apr_finfo_t fi;
-        if (apr_file_open(&im.in, file, APR_FOPEN_READ | APR_FOPEN_BUFFERED, APR_OS_DEFAULT,
-                          c->pool) != APR_SUCCESS) {
-            die(1, "%s: cannot open %s", cmd, file);
-        }
-        if (apr_file_info_get(&fi, APR_FINFO_TYPE | APR_FINFO_SIZE, im.in) != APR_SUCCESS ||
-            fi.filetype == APR_DIR) {
-            die(1, "%s: %s is not a file to read", cmd, file);
-        }
-        im.size = fi.filetype == APR_REG ? fi.size : 0;
-    }
+    open_input(c, &im, file);
     ctl_open_ready(c);
     /* PostgreSQL plans a prepared statement once for all after five runs, with the table's
      * statistics of that moment: on a table that was empty, a lookup that scans it, which
@@ -241,50 +310,7 @@ int cmd_bvn_import(ctl_t *c, apr_table_t *o)
     }
     im.tty = isatty(STDERR_FILENO);
     im.start = apr_time_now(); /* shown 0: the first batch's progress is shown at once */
-    apr_pool_create(&bp, c->pool);
-    apr_pool_create(&lp, c->pool); /* a line's own: cleared for each */
-    recs = apr_palloc(c->pool, sizeof(*recs) * (apr_size_t)batch);
-    while ((got = next_line(&im, buf, sizeof(buf))) != LINE_END) {
-        const char *why;
-        int field;
-
-        apr_pool_clear(lp);
-        if (got == LINE_LONG) {
-            refuse(&im, "is longer than the limit of",
-                   apr_psprintf(lp, "%d bytes", LINE_MAX_BYTES));
-            continue;
-        }
-        if (got == LINE_NUL) {
-            refuse(&im, "holds a NUL byte (not UTF-8 text)", NULL);
-            continue;
-        }
-        if (buf[strspn(buf, " \t")] == '\0' ||
-            (im.line == 1 && (strcmp(buf, "bvn,date_of_birth,first_name,last_name,phone") == 0 ||
-                              strcmp(buf, "bvn,date_of_birth,first_name,last_name") == 0))) {
-            continue; /* a blank line, or the columns' names as a header */
-        }
-        if ((why = split(buf, &recs[n])) != NULL) {
-            refuse(&im, why, NULL);
-            continue;
-        }
-        if ((why = ctl_bvn_record_problem(lp, &recs[n], now, &field)) != NULL) {
-            refuse(&im, columns[field], why);
-            continue;
-        }
-        keep(bp, &recs[n]);
-        if (++n == batch) {
-            write_batch(c, &im, bp, recs, n);
-            if (!c->sqlite_path && im.loaded + im.replaced == (unsigned long)n) {
-                plan_for_size(c);
-            }
-            n = 0;
-            apr_pool_clear(bp);
-            progress(&im, 0);
-        }
-    }
-    if (n > 0) {
-        write_batch(c, &im, bp, recs, n);
-    }
+    load(c, &im, batch, now);
     /* PostgreSQL: the table's statistics brought up to its new size now, rather than by
      * autovacuum a minute or so later, so that the server's statements are planned for it
      * (a role that does not own the table is told so and nothing else happens). */
