@@ -18,8 +18,8 @@
  * connection refused) only fails its own batch: the next commit costs as little. A key twice in one
  * batch is written once, the second a repeat (added 0), as across batches.
  *
- * Everything that must commit together with the notices goes in bank_group_store, the one
- * place the notices' transaction is written. */
+ * Everything that must commit together with the notices goes in bank_group_store
+ * (bank_group_commit.c), the one place the notices' transaction is written. */
 #ifndef BANK_GROUP_COMMIT_H
 #define BANK_GROUP_COMMIT_H
 
@@ -67,8 +67,5 @@ void bank_group_commit(bank_group_t *g, bank_group_item_t *q, const bank_group_h
                        void *baton, apr_pool_t *p);
 /* Notices queued and not yet taken by a commit. */
 int bank_group_queued(bank_group_t *g);
-
-/* The notices' transaction: count of them stored in one (bank_store_notices_put). */
-bank_db_rc bank_group_store(bank_db_t *db, bank_notice_put_t **puts, int count);
 
 #endif

@@ -15,10 +15,6 @@ bank_idp_kind bank_idp_kind_of(request_rec *r);
  * the 503 E_UNAVAILABLE with Retry-After is written (provider down, slow, refusing our
  * credentials, answering nonsense, or the breaker open) and its status returned. */
 int bank_idp_ask(request_rec *r, const bank_idp_query_t *q, bank_idp_result_t *out);
-/* The same without answering: OK, or HTTP_SERVICE_UNAVAILABLE (logged) with the seconds for
- * Retry-After. */
-int bank_idp_verify(request_rec *r, const bank_idp_query_t *q, bank_idp_result_t *out,
-                    int *retry_after);
 /* For bank_onboard (bank_onboard_provider_t.ask): the Location's provider asked about a BVN,
  * its verdict as the onboarding rule knows verdicts. baton is a bank_idp_onboard_t. */
 typedef struct {

@@ -50,7 +50,8 @@ int bank_group_queued(bank_group_t *g)
     return n;
 }
 
-bank_db_rc bank_group_store(bank_db_t *db, bank_notice_put_t **puts, int count)
+/* The notices' transaction: count of them stored in one (bank_store_notices_put). */
+static bank_db_rc bank_group_store(bank_db_t *db, bank_notice_put_t **puts, int count)
 {
     return bank_store_notices_put(db, puts, count);
 }

@@ -84,15 +84,6 @@ static apr_pool_t *thread_pool(request_rec *r)
     return r->connection->pool;
 }
 
-int bank_idp_ask(request_rec *r, const bank_idp_query_t *q, bank_idp_result_t *out)
-{
-    int retry_after = 0;
-    if (bank_idp_verify(r, q, out, &retry_after) != OK) {
-        return bank_error_unavailable(r, IDP_UNAVAILABLE, retry_after);
-    }
-    return OK;
-}
-
 /* A call to the provider (c, called name) that gave no verdict on the identity: logged, counted
  * by the circuit breaker (which may open now), and 503. */
 static int call_failed(request_rec *r, const bank_idp_conf_t *c, const char *name,
@@ -119,8 +110,10 @@ static int call_failed(request_rec *r, const bank_idp_conf_t *c, const char *nam
     return HTTP_SERVICE_UNAVAILABLE;
 }
 
-int bank_idp_verify(request_rec *r, const bank_idp_query_t *q, bank_idp_result_t *out,
-                    int *retry_after)
+/* Asks the Location's provider about q without answering: OK, or HTTP_SERVICE_UNAVAILABLE
+ * (logged) with the seconds for Retry-After. */
+static int bank_idp_verify(request_rec *r, const bank_idp_query_t *q, bank_idp_result_t *out,
+                           int *retry_after)
 {
     bank_idp_conf_t c;
     const char *name;
@@ -167,6 +160,15 @@ int bank_idp_verify(request_rec *r, const bank_idp_query_t *q, bank_idp_result_t
         return OK;
     }
     return call_failed(r, &c, name, out, retry_after);
+}
+
+int bank_idp_ask(request_rec *r, const bank_idp_query_t *q, bank_idp_result_t *out)
+{
+    int retry_after = 0;
+    if (bank_idp_verify(r, q, out, &retry_after) != OK) {
+        return bank_error_unavailable(r, IDP_UNAVAILABLE, retry_after);
+    }
+    return OK;
 }
 
 bank_record_verdict bank_idp_onboard_ask(void *baton, const char *bvn, const char *dob,
