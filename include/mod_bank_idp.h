@@ -11,10 +11,6 @@
 
 /* The provider of the request's Location; BANK_IDP_TABLE for the bvn_records table. */
 bank_idp_kind bank_idp_kind_of(request_rec *r);
-/* Asks the Location's provider about q. OK with out->verdict MATCH or MISMATCH; otherwise
- * the 503 E_UNAVAILABLE with Retry-After is written (provider down, slow, refusing our
- * credentials, answering nonsense, or the breaker open) and its status returned. */
-int bank_idp_ask(request_rec *r, const bank_idp_query_t *q, bank_idp_result_t *out);
 /* For bank_onboard (bank_onboard_provider_t.ask): the Location's provider asked about a BVN,
  * its verdict as the onboarding rule knows verdicts. baton is a bank_idp_onboard_t. */
 typedef struct {

@@ -162,15 +162,6 @@ static int bank_idp_verify(request_rec *r, const bank_idp_query_t *q, bank_idp_r
     return call_failed(r, &c, name, out, retry_after);
 }
 
-int bank_idp_ask(request_rec *r, const bank_idp_query_t *q, bank_idp_result_t *out)
-{
-    int retry_after = 0;
-    if (bank_idp_verify(r, q, out, &retry_after) != OK) {
-        return bank_error_unavailable(r, IDP_UNAVAILABLE, retry_after);
-    }
-    return OK;
-}
-
 bank_record_verdict bank_idp_onboard_ask(void *baton, const char *bvn, const char *dob,
                                          const bank_customer_t *customer, const char **first,
                                          const char **last)
