@@ -22,11 +22,11 @@ json_object *bank_json_parse(apr_pool_t *p, const char *buf, apr_size_t len, con
 json_object *bank_json_parse_object(apr_pool_t *p, const char *buf, apr_size_t len,
                                     const char **why);
 /* The same with the parser kept in keep, a pool that one thread uses at a time (a connection's):
- * its next parse reuses it rather than allocating another (measured: allocating json-c's
- * parser was a third of a payment notice's parse). A parser json-c stopped on (an error, a
- * text that ended mid-value) is dropped, not kept: its reset leaves state that would change
- * how the next text reads. A text longer than BANK_JSON_KEEP_MAX is parsed with a parser of
- * its own, so that what keep holds stays small. */
+ * its next parse reuses it rather than allocating another (allocating json-c's parser was a large
+ * share of a payment notice's parse). A parser json-c stopped on (an error, a text that ended
+ * mid-value) is dropped, not kept: its reset leaves state that would change how the next text
+ * reads. A text longer than BANK_JSON_KEEP_MAX is parsed with a parser of its own, so that what
+ * keep holds stays small. */
 #define BANK_JSON_KEEP_MAX 4096
 json_object *bank_json_parse_object_in(apr_pool_t *p, apr_pool_t *keep, const char *buf,
                                        apr_size_t len, const char **why);

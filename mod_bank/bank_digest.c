@@ -9,9 +9,8 @@
 #include "bank_encoding.h"
 
 /* SHA-256 fetched from OpenSSL's provider store once (bank_digest_init). EVP_sha256() and
- * SHA256() fetch it again on every call, under the store's process-wide lock: measured
- * about 2.5x slower single-threaded, and contended on every bearer check of a threaded
- * server (docs/benchmarks.md). */
+ * SHA256() fetch it again on every call, under the store's process-wide lock: slower even
+ * single-threaded, and contended on every bearer check of a threaded server. */
 static EVP_MD *sha256_md = NULL;
 
 static apr_status_t digest_free(void *unused)

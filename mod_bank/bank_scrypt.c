@@ -331,8 +331,8 @@ typedef struct {
 
 /* Work areas given back by computations and kept for the next ones (bank_scrypt_keep), the
  * last given back on top: the next computation takes the area whose pages the caches hold
- * best. Measured: with each of a process's verification threads keeping its own area, the
- * areas were used in turn and a pair of sign-ins took 41 ms instead of 36 ms. Only the
+ * best: with each of a process's verification threads keeping its own area, the areas were
+ * used in turn and sign-ins were slower (docs/benchmarks.md, "What was learned"). Only the
  * process that kept them has them (spare_pid): MADV_DONTFORK leaves them out of a child. */
 static pthread_mutex_t spare_lock = PTHREAD_MUTEX_INITIALIZER;
 static struct {

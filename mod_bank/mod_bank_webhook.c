@@ -82,10 +82,10 @@ static int check_signature(request_rec *r, const bank_dir_conf *conf, const char
  * Across the server's processes commits take turns (the "bank-webhook" mutex, docs/api.md):
  * a leader waits for the turn before it takes the queue, so what arrives meanwhile joins its
  * batch. Without turns each process committed its own small batch at the same time as the
- * others: on SQLite they met in the file's write lock, whose waits are sleeps (p99 0.5-1 s);
- * on PostgreSQL, batches half the size cost the database twice the work per notice
- * (measured with scripts/bench; the numbers are in docs/api.md). A leader that waits longer than
- * TURN_WAIT (a commit stuck on a database that does not answer) commits without the turn. */
+ * others: on SQLite they met in the file's write lock, whose waits are sleeps; on PostgreSQL,
+ * smaller batches cost the database more work per notice (the figures: docs/api.md). A leader that
+ * waits longer than TURN_WAIT (a commit stuck on a database that does not answer) commits without
+ * the turn. */
 #define BATCH_MAX 64
 #define TURN_WAIT apr_time_from_sec(1)
 
