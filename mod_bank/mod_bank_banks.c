@@ -3,12 +3,11 @@
 #include <stdlib.h>
 #include <string.h>
 #include <apr_strings.h>
-#include <apr_hash.h>
-#include <apr_thread_mutex.h>
 #include <http_protocol.h>
 #include <http_request.h>
 #include "mod_bank.h"
 #include "mod_bank_banks.h"
+#include "mod_bank_server_map.h"
 #include "mod_bank_config.h"
 #include "mod_bank_http.h"
 #include "mod_bank_auth.h"
@@ -29,20 +28,13 @@ typedef struct {
     apr_time_t fetched;
 } cache_entry;
 
-static struct {
-    apr_thread_mutex_t *lock;
-    apr_pool_t *parent;
-    apr_hash_t *by_server; /* server_rec * -> cache_entry * */
-} cache;
+static bank_server_map_t *cache; /* server_rec * -> cache_entry; NULL: nothing kept */
 
 void bank_banks_child_init(apr_pool_t *p, server_rec *s)
 {
-    cache.parent = p;
-    cache.by_server = apr_hash_make(p);
-    if (apr_thread_mutex_create(&cache.lock, APR_THREAD_MUTEX_DEFAULT, p) != APR_SUCCESS) {
+    if ((cache = bank_server_map_make(p, sizeof(cache_entry))) == NULL) {
         ap_log_error(APLOG_MARK, APLOG_ERR, 0, s,
                      BANKLOGNO(0401) "bank list cache disabled: no mutex");
-        cache.lock = NULL;
     }
 }
 
@@ -102,37 +94,29 @@ static int render(request_rec *r, bank_db_t *db, const char **text, const char *
 static int cache_get(request_rec *r, apr_time_t max_age, const char **text, const char **etag)
 {
     int hit = 0;
-    const cache_entry *e;
+    const cache_entry *e = bank_server_map_lock(cache, r->server);
 
-    if (!cache.lock || apr_thread_mutex_lock(cache.lock) != APR_SUCCESS) {
+    if (!e) {
         return 0;
     }
-    e = apr_hash_get(cache.by_server, &r->server, sizeof(r->server));
-    if (e && e->text && apr_time_now() - e->fetched < max_age) {
+    if (e->text && apr_time_now() - e->fetched < max_age) {
         *text = apr_pstrdup(r->pool, e->text);
         *etag = apr_pstrdup(r->pool, e->etag);
         hit = 1;
     }
-    apr_thread_mutex_unlock(cache.lock);
+    bank_server_map_unlock(cache);
     return hit;
 }
 
 static void cache_put(request_rec *r, const char *text, const char *etag)
 {
-    cache_entry *e;
+    cache_entry *e = bank_server_map_lock(cache, r->server);
     apr_pool_t *p;
 
-    if (!cache.lock || apr_thread_mutex_lock(cache.lock) != APR_SUCCESS) {
+    if (!e) {
         return;
     }
-    e = apr_hash_get(cache.by_server, &r->server, sizeof(r->server));
-    if (!e) {
-        /* one entry per server for the child's lifetime: the key is the server_rec pointer */
-        e = apr_pcalloc(cache.parent, sizeof(*e));
-        apr_hash_set(cache.by_server, apr_pmemdup(cache.parent, &r->server, sizeof(r->server)),
-                     sizeof(r->server), e);
-    }
-    if (apr_pool_create(&p, cache.parent) == APR_SUCCESS) {
+    if (apr_pool_create(&p, bank_server_map_pool(cache)) == APR_SUCCESS) {
         if (e->pool) {
             apr_pool_destroy(e->pool);
         }
@@ -141,7 +125,7 @@ static void cache_put(request_rec *r, const char *text, const char *etag)
         e->etag = apr_pstrdup(p, etag);
         e->fetched = apr_time_now();
     }
-    apr_thread_mutex_unlock(cache.lock);
+    bank_server_map_unlock(cache);
 }
 
 int bank_banks_handler(request_rec *r)

@@ -5,13 +5,12 @@
  * transaction_reference, status_code) makes a repeat insert nothing, whichever process
  * and connection it reaches, and the affected-row count tells the partner so. */
 #include <apr_strings.h>
-#include <apr_hash.h>
-#include <apr_thread_mutex.h>
 #include <apr_global_mutex.h>
 #include <http_protocol.h>
 #include <util_mutex.h>
 #include "mod_bank.h"
 #include "mod_bank_webhook.h"
+#include "mod_bank_server_map.h"
 #include "mod_bank_config.h"
 #include "mod_bank_http.h"
 #include "mod_bank_db.h"
@@ -89,18 +88,15 @@ static int check_signature(request_rec *r, const bank_dir_conf *conf, const char
 #define BATCH_MAX 64
 #define TURN_WAIT apr_time_from_sec(1)
 
-static struct {
-    apr_thread_mutex_t *lock; /* guards by_server */
-    apr_pool_t *pool;
-    apr_hash_t *by_server; /* server_rec * -> bank_group_t * */
-} commits;
+/* Each server's commit queue, made on first use. */
+typedef struct {
+    bank_group_t *group;
+} commit_entry;
+static bank_server_map_t *commits; /* server_rec * -> commit_entry; NULL: each commits alone */
 
 void bank_webhook_child_init(apr_pool_t *pchild, server_rec *s)
 {
-    commits.pool = pchild;
-    commits.by_server = apr_hash_make(pchild);
-    if (apr_thread_mutex_create(&commits.lock, APR_THREAD_MUTEX_DEFAULT, pchild) != APR_SUCCESS) {
-        commits.lock = NULL;
+    if ((commits = bank_server_map_make(pchild, sizeof(commit_entry))) == NULL) {
         ap_log_error(APLOG_MARK, APLOG_ERR, 0, s,
                      BANKLOGNO(0707) "payment notices: no mutex; each commits on its own");
     }
@@ -109,19 +105,18 @@ void bank_webhook_child_init(apr_pool_t *pchild, server_rec *s)
 /* The queue of r's server, made on first use; NULL without one (commit alone). */
 static bank_group_t *group_of(request_rec *r)
 {
-    bank_group_t *g = NULL;
+    commit_entry *e = bank_server_map_lock(commits, r->server);
+    bank_group_t *g;
     const char *err = NULL;
 
-    if (!commits.lock) {
+    if (!e) {
         return NULL;
     }
-    apr_thread_mutex_lock(commits.lock);
-    g = apr_hash_get(commits.by_server, &r->server, sizeof(r->server));
-    if (!g && (g = bank_group_create(commits.pool, BATCH_MAX, &err)) != NULL) {
-        apr_hash_set(commits.by_server, apr_pmemdup(commits.pool, &r->server, sizeof(r->server)),
-                     sizeof(r->server), g);
+    if (!e->group) {
+        e->group = bank_group_create(bank_server_map_pool(commits), BATCH_MAX, &err);
     }
-    apr_thread_mutex_unlock(commits.lock);
+    g = e->group;
+    bank_server_map_unlock(commits);
     return g;
 }
 
