@@ -131,7 +131,7 @@ fuzz: $(FUZZ_BIN)
 # The Apache::Test suite against a real httpd with the built module; the unit binaries it
 # runs against the test database, and the connection flood.
 ITEST_BIN := $(addprefix $(BUILD)/unit/,test_db_pg test_onboard test_sign_in test_notice_store \
-	test_group_commit test_token_cache test_push_store test_token_feed test_token_uses \
+	test_group_commit test_kept test_push_store test_change_feed test_token_uses \
 	test_privileges) $(BUILD)/flood
 itest: build $(ITEST_BIN)
 	@DB=$(DB) APACHE_TEST_HTTPD=$(HTTPD) ./scripts/run-tests

@@ -28,8 +28,8 @@
 /* The revocation feed: a process answers from its token cache only if it read the feed at
  * most this long ago, milliseconds; and the revocations one read handles one by one (more:
  * the whole cache is dropped; bank_token_revocations' LIMIT is one more). */
-#define BANK_TOKEN_FEED_INTERVAL_MS 200
-#define BANK_TOKEN_FEED_MAX 1000
+#define BANK_CHANGE_FEED_INTERVAL_MS 200
+#define BANK_CHANGE_FEED_MAX 1000
 
 /* The abilities a token may carry, as the endpoints check them; "*" grants all. */
 #define BANK_ABILITY_BANKS "banks:read"

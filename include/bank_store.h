@@ -41,7 +41,7 @@ bank_db_rc bank_store_token_revoke_all(bank_db_t *db, const char *customer_id, i
 /* The tokens revoked (deleted, or changed in what verifies them) and the customers whose BVN
  * answer changed, committed after position, a feed position this returned before (NULL:
  * none, only where the feed stands): *ids the tokens' ids as text ("0": every token),
- * *customers the customers' ids ("*": every customer), together at most BANK_TOKEN_FEED_MAX
+ * *customers the customers' ids ("*": every customer), together at most BANK_CHANGE_FEED_MAX
  * + 1 (more: not all of them), *next where the feed stands after them. All from the
  * handle's pool. */
 bank_db_rc bank_store_token_revocations(bank_db_t *db, const char *position,

@@ -68,7 +68,7 @@ const bank_stmt_t bank_store_auth_sql[] = {
      "DELETE FROM auth_access_tokens WHERE tokenable_id = {uuid}"},
     /* The revocation feed (auth_token_revocations, written by the triggers of the tokens and
      * of what a BVN answer is made of): one row with where the feed stands now, then the
-     * rows added after the position given, at most BANK_TOKEN_FEED_MAX + 1 (revocation_cols):
+     * rows added after the position given, at most BANK_CHANGE_FEED_MAX + 1 (revocation_cols):
      * a revoked token's id, or -1 and the customer whose BVN answer changed. */
     {"bank_token_revocations",
      "SELECT NULL, {feed_position}, NULL UNION ALL SELECT CAST(token_id AS text), NULL,"

@@ -10,8 +10,8 @@
 #include "mod_bank_db.h"
 #include "bank_store.h"
 #include "bank_token.h"
-#include "bank_token_cache.h"
-#include "bank_token_feed.h"
+#include "bank_kept.h"
+#include "bank_change_feed.h"
 #include "mod_bank_token_uses.h"
 #include "bank_time.h"
 #include "bank_limits.h"
@@ -24,12 +24,12 @@ APLOG_USE_MODULE(bank);
 
 /* ---- verified tokens, per process (docs/configuration.md, BankTokenCacheSeconds) ----
  * A token row read from the database is kept for at most BankTokenCacheSeconds
- * (bank_token_cache.c): requests with the same token within that time are verified against it
+ * (bank_kept.c): requests with the same token within that time are verified against it
  * (the same hash comparison, expiry and ability checks) without a database round trip, as
- * long as the server's revocation feed (bank_token_feed.c) was read in the last
- * BANK_TOKEN_FEED_INTERVAL_MS. One request reads it again once it is half that old, while the
+ * long as the server's revocation feed (bank_change_feed.c) was read in the last
+ * BANK_CHANGE_FEED_INTERVAL_MS. One request reads it again once it is half that old, while the
  * others go on answering from the cache; requests that find it older wait for one read
- * (bank_token_feed_check). A token revoked anywhere is therefore refused here within that
+ * (bank_change_feed_check). A token revoked anywhere is therefore refused here within that
  * interval; sign-out here drops it at once.
  * Scoped by server: each may have its own database, and has its own feed. */
 #define CACHE_MAX 10000
@@ -47,29 +47,29 @@ APLOG_USE_MODULE(bank);
 #define ANSWERS_MAX 2000
 enum { A_BVN, A_DOB, A_RULE, A_TEXT, A_FIELDS };
 
-static bank_token_cache_t *tokens;
-static bank_token_cache_t *answers; /* NULL: no answer is kept */
-static apr_hash_t *feeds; /* server_rec * -> bank_token_feed_t *, read-only after child init */
+static bank_kept_t *tokens;
+static bank_kept_t *answers; /* NULL: no answer is kept */
+static apr_hash_t *feeds;    /* server_rec * -> bank_change_feed_t *, read-only after child init */
 
 void bank_auth_child_init(apr_pool_t *pchild, server_rec *s)
 {
     const char *err = NULL;
     server_rec *v;
 
-    if (!(tokens = bank_token_cache_create(pchild, CACHE_MAX,
-                                           apr_time_from_sec(BANK_TOKEN_CACHE_MAX), &err))) {
+    if (!(tokens =
+              bank_kept_create(pchild, CACHE_MAX, apr_time_from_sec(BANK_TOKEN_CACHE_MAX), &err))) {
         ap_log_error(APLOG_MARK, APLOG_ERR, 0, s, BANKLOGNO(0303) "token cache disabled: %s", err);
         return;
     }
-    if (!(answers = bank_token_cache_create_fields(
+    if (!(answers = bank_kept_create_fields(
               pchild, ANSWERS_MAX, apr_time_from_sec(BANK_TOKEN_CACHE_MAX), A_FIELDS, &err))) {
         ap_log_error(APLOG_MARK, APLOG_ERR, 0, s, BANKLOGNO(0304) "BVN answer cache disabled: %s",
                      err);
     }
     feeds = apr_hash_make(pchild);
     for (v = s; v; v = v->next) {
-        bank_token_feed_t *f = bank_token_feed_create(
-            pchild, tokens, answers, apr_time_from_msec(BANK_TOKEN_FEED_INTERVAL_MS), &err);
+        bank_change_feed_t *f = bank_change_feed_create(
+            pchild, tokens, answers, apr_time_from_msec(BANK_CHANGE_FEED_INTERVAL_MS), &err);
         server_rec **key = apr_palloc(pchild, sizeof(*key));
 
         if (!f) {
@@ -87,7 +87,7 @@ void bank_auth_forget(request_rec *r, const char *id)
 {
     (void)r;
     if (tokens) {
-        bank_token_cache_invalidate(tokens, id);
+        bank_kept_invalidate(tokens, id);
     }
 }
 
@@ -132,7 +132,7 @@ static void touch(request_rec *r, bank_db_t **db, const char *id, bank_token_row
     }
     row->last_used_at = bank_time_iso(r->pool, now);
     if (cached) {
-        bank_token_cache_touched(tokens, r->server, id, row->last_used_at);
+        bank_kept_touched(tokens, r->server, id, row->last_used_at);
     }
     if ((uses = bank_token_uses_of(r->server)) &&
         bank_token_uses_note(uses, id, row->last_used_at)) {
@@ -179,7 +179,7 @@ static int check_row(request_rec *r, const char *id, const char *secret,
 }
 
 /* The revocation feed of r's server (NULL: none, no cache). */
-static bank_token_feed_t *feed_of(request_rec *r)
+static bank_change_feed_t *feed_of(request_rec *r)
 {
     server_rec *s = r->server;
     return feeds ? apr_hash_get(feeds, &s, sizeof(s)) : NULL;
@@ -189,14 +189,14 @@ static bank_token_feed_t *feed_of(request_rec *r)
  * may keep what is read from now on for seconds: only while r's server's feed is current
  * (no read here), so that its next read reports any change the database read did not see
  * (one cache serves every server's feed). */
-static int may_keep(request_rec *r, bank_token_cache_t *c, apr_int64_t seconds, apr_uint64_t *epoch)
+static int may_keep(request_rec *r, bank_kept_t *c, apr_int64_t seconds, apr_uint64_t *epoch)
 {
-    bank_token_feed_t *f = feed_of(r);
+    bank_change_feed_t *f = feed_of(r);
 
-    if (!c || seconds <= 0 || !f || !bank_token_feed_current(f, apr_time_now())) {
+    if (!c || seconds <= 0 || !f || !bank_change_feed_current(f, apr_time_now())) {
         return 0;
     }
-    *epoch = bank_token_cache_epoch(c);
+    *epoch = bank_kept_epoch(c);
     return 1;
 }
 
@@ -217,15 +217,15 @@ static bank_db_t *feed_db(void *baton)
 }
 
 /* 1 if the cache may answer for r's server now: its revocation feed read within the
- * interval, by this request when due (bank_token_feed_check; the connection it took, if any,
+ * interval, by this request when due (bank_change_feed_check; the connection it took, if any,
  * in *db). A request that holds a connection of the pool never waits for another's read,
  * which may be waiting for a connection. */
 static int feed_current(request_rec *r, bank_db_t **db)
 {
-    bank_token_feed_t *f = feed_of(r);
+    bank_change_feed_t *f = feed_of(r);
     feed_db_t b = {r, db};
 
-    return f && bank_token_feed_check(f, apr_time_now(), !bank_db_held(r), feed_db, &b);
+    return f && bank_change_feed_check(f, apr_time_now(), !bank_db_held(r), feed_db, &b);
 }
 
 /* 1 if the token was answered from the cache (*rc: OK or the error answered), 0 to go to
@@ -238,8 +238,7 @@ static int from_cache(request_rec *r, const char *ability, bank_principal_t **ou
     bank_token_row_t row;
 
     if (max_age <= 0 || bank_token_decode(r->pool, bank_bearer(r), &id, &secret) != 0 ||
-        !feed_current(r, db) ||
-        !bank_token_cache_get(tokens, r->pool, r->server, id, max_age, &row) ||
+        !feed_current(r, db) || !bank_kept_get(tokens, r->pool, r->server, id, max_age, &row) ||
         !bank_token_verify(r->pool, secret, row.hash)) {
         return 0;
     }
@@ -277,7 +276,7 @@ int bank_authenticate(request_rec *r, bank_db_t *db, const char *ability, bank_p
     }
     touch(r, &db, id, &row, 0);
     if (keep) {
-        bank_token_cache_put(tokens, r->server, id, &row, fetched, epoch);
+        bank_kept_put(tokens, r->server, id, &row, fetched, epoch);
     }
     return OK;
 }
@@ -289,7 +288,7 @@ int bank_bvn_answer_get(request_rec *r, bank_db_t **db, const char *customer_id,
     const char *f[A_FIELDS];
 
     if (max_age <= 0 || !feed_current(r, db) ||
-        !bank_token_cache_get_fields(answers, r->pool, r->server, customer_id, max_age, f)) {
+        !bank_kept_get_fields(answers, r->pool, r->server, customer_id, max_age, f)) {
         return 0;
     }
     if (!f[A_BVN] || strcmp(f[A_BVN], q->bvn) != 0 || !f[A_DOB] || strcmp(f[A_DOB], q->dob) != 0 ||
@@ -314,14 +313,14 @@ void bank_bvn_answer_put(request_rec *r, const char *customer_id, const bank_bvn
 {
     const char *f[A_FIELDS] = {q->bvn, q->dob, q->rule, text};
 
-    bank_token_cache_put_fields(answers, r->server, customer_id, f, fetched, epoch);
+    bank_kept_put_fields(answers, r->server, customer_id, f, fetched, epoch);
 }
 
 void bank_bvn_answer_forget(request_rec *r, const char *customer_id)
 {
     (void)r;
     if (answers) {
-        bank_token_cache_invalidate(answers, customer_id);
+        bank_kept_invalidate(answers, customer_id);
     }
 }
 

@@ -1,4 +1,4 @@
-/* The token revocation feed (bank_token_feed.c): the cache distrusted until the first read,
+/* The token revocation feed (bank_change_feed.c): the cache distrusted until the first read,
  * revocations applied one by one or all at once, the position kept from read to read, the
  * interval, a failed read distrusting the cache (logged once) until a read succeeds; and
  * against a real database (SQLite, and PostgreSQL with BANK_TEST_PG_PARAMS): deletions and
@@ -10,8 +10,8 @@
 #include <apr_strings.h>
 #include <apr_thread_proc.h>
 #include "bank_limits.h"
-#include "bank_token_cache.h"
-#include "bank_token_feed.h"
+#include "bank_kept.h"
+#include "bank_change_feed.h"
 #include "db_fixture.h"
 
 static const int scope = 1;
@@ -22,16 +22,16 @@ static bank_token_row_t row_of(void)
     return r;
 }
 
-static int has(bank_token_cache_t *c, apr_pool_t *p, const char *id)
+static int has(bank_kept_t *c, apr_pool_t *p, const char *id)
 {
     bank_token_row_t got;
-    return bank_token_cache_get(c, p, &scope, id, apr_time_from_sec(60), &got);
+    return bank_kept_get(c, p, &scope, id, apr_time_from_sec(60), &got);
 }
 
-static void put(bank_token_cache_t *c, const char *id)
+static void put(bank_kept_t *c, const char *id)
 {
     bank_token_row_t row = row_of();
-    bank_token_cache_put(c, &scope, id, &row, apr_time_now(), bank_token_cache_epoch(c));
+    bank_kept_put(c, &scope, id, &row, apr_time_now(), bank_kept_epoch(c));
 }
 
 static apr_array_header_t *ids_of(apr_pool_t *p, int n, const char *const *ids)
@@ -51,25 +51,25 @@ static apr_array_header_t *none(apr_pool_t *p)
 }
 
 /* BVN answers (3 fields, as mod_bank_auth.c keeps them), kept by customer id. */
-static int answered(bank_token_cache_t *c, apr_pool_t *p, const char *customer)
+static int answered(bank_kept_t *c, apr_pool_t *p, const char *customer)
 {
     const char *f[3];
-    return bank_token_cache_get_fields(c, p, &scope, customer, apr_time_from_sec(60), f) && f[2] &&
+    return bank_kept_get_fields(c, p, &scope, customer, apr_time_from_sec(60), f) && f[2] &&
            strcmp(f[2], "{\"body\":{}}") == 0;
 }
 
-static void answer(bank_token_cache_t *c, const char *customer)
+static void answer(bank_kept_t *c, const char *customer)
 {
     const char *f[3] = {"22212345678", "1990-05-14", "{\"body\":{}}"};
-    bank_token_cache_put_fields(c, &scope, customer, f, apr_time_now(), bank_token_cache_epoch(c));
+    bank_kept_put_fields(c, &scope, customer, f, apr_time_now(), bank_kept_epoch(c));
 }
 
 static void test_apply(apr_pool_t *p)
 {
     const char *err = NULL;
-    bank_token_cache_t *c = bank_token_cache_create(p, 5000, apr_time_from_sec(60), &err);
-    bank_token_feed_t *f =
-        c ? bank_token_feed_create(p, c, NULL, apr_time_from_msec(200), &err) : NULL;
+    bank_kept_t *c = bank_kept_create(p, 5000, apr_time_from_sec(60), &err);
+    bank_change_feed_t *f =
+        c ? bank_change_feed_create(p, c, NULL, apr_time_from_msec(200), &err) : NULL;
     static const char *const one[] = {"t1"}, *const all[] = {"t9", "0"};
     apr_array_header_t *many = apr_array_make(p, 0, sizeof(const char *));
     apr_time_t now = apr_time_now();
@@ -80,60 +80,60 @@ static void test_apply(apr_pool_t *p)
         return;
     }
     /* before the first read: nothing trusted, nothing kept */
-    CHECK(bank_token_cache_distrusted(c));
-    CHECK(!bank_token_feed_current(f, now));
-    CHECK(bank_token_feed_position(f, p) == NULL);
+    CHECK(bank_kept_distrusted(c));
+    CHECK(!bank_change_feed_current(f, now));
+    CHECK(bank_change_feed_position(f, p) == NULL);
     put(c, "t1");
     CHECK(!has(c, p, "t1"));
 
     /* the first read only learns where the feed stands */
-    bank_token_feed_apply(f, ids_of(p, 0, NULL), none(p), "5", now);
-    CHECK(!bank_token_cache_distrusted(c));
-    CHECK(bank_token_feed_current(f, now));
-    CHECK(bank_token_feed_current(f, now + apr_time_from_msec(200)));
-    CHECK(!bank_token_feed_current(f, now + apr_time_from_msec(201)));
-    CHECK_STR(bank_token_feed_position(f, p), "5");
+    bank_change_feed_apply(f, ids_of(p, 0, NULL), none(p), "5", now);
+    CHECK(!bank_kept_distrusted(c));
+    CHECK(bank_change_feed_current(f, now));
+    CHECK(bank_change_feed_current(f, now + apr_time_from_msec(200)));
+    CHECK(!bank_change_feed_current(f, now + apr_time_from_msec(201)));
+    CHECK_STR(bank_change_feed_position(f, p), "5");
 
     /* one revoked: dropped, the other kept */
     put(c, "t1");
     put(c, "t2");
     CHECK(has(c, p, "t1") && has(c, p, "t2"));
-    bank_token_feed_apply(f, ids_of(p, 1, one), none(p), "6", now);
+    bank_change_feed_apply(f, ids_of(p, 1, one), none(p), "6", now);
     CHECK(!has(c, p, "t1"));
     CHECK(has(c, p, "t2"));
-    CHECK_STR(bank_token_feed_position(f, p), "6");
+    CHECK_STR(bank_change_feed_position(f, p), "6");
 
     /* "0" (a TRUNCATE): every token dropped */
     put(c, "t1");
-    bank_token_feed_apply(f, ids_of(p, 2, all), none(p), "7", now);
+    bank_change_feed_apply(f, ids_of(p, 2, all), none(p), "7", now);
     CHECK(!has(c, p, "t1") && !has(c, p, "t2"));
-    CHECK(!bank_token_cache_distrusted(c));
+    CHECK(!bank_kept_distrusted(c));
 
-    /* more than BANK_TOKEN_FEED_MAX: every token dropped, none looked at one by one */
+    /* more than BANK_CHANGE_FEED_MAX: every token dropped, none looked at one by one */
     put(c, "t2");
     put(c, "kept-if-one-by-one");
-    for (i = 0; i <= BANK_TOKEN_FEED_MAX; i++) {
+    for (i = 0; i <= BANK_CHANGE_FEED_MAX; i++) {
         APR_ARRAY_PUSH(many, const char *) = apr_itoa(p, 100000 + i);
     }
-    bank_token_feed_apply(f, many, none(p), "9000", now);
+    bank_change_feed_apply(f, many, none(p), "9000", now);
     CHECK(!has(c, p, "t2") && !has(c, p, "kept-if-one-by-one"));
-    CHECK(bank_token_cache_count(c) == 0);
-    CHECK(bank_token_feed_current(f, now));
+    CHECK(bank_kept_count(c) == 0);
+    CHECK(bank_change_feed_current(f, now));
 
     /* a failed read: distrusted (reported as the first failure once), not current, the
      * position kept for the next read */
     put(c, "t2");
-    CHECK(bank_token_feed_failed(f) == 1);
-    CHECK(bank_token_feed_failed(f) == 0);
-    CHECK(bank_token_cache_distrusted(c));
-    CHECK(!bank_token_feed_current(f, now));
+    CHECK(bank_change_feed_failed(f) == 1);
+    CHECK(bank_change_feed_failed(f) == 0);
+    CHECK(bank_kept_distrusted(c));
+    CHECK(!bank_change_feed_current(f, now));
     CHECK(!has(c, p, "t2"));
     put(c, "t2");
-    CHECK(bank_token_cache_count(c) == 0);
-    CHECK_STR(bank_token_feed_position(f, p), "9000");
+    CHECK(bank_kept_count(c) == 0);
+    CHECK_STR(bank_change_feed_position(f, p), "9000");
     /* a good read again: trusted */
-    bank_token_feed_apply(f, ids_of(p, 0, NULL), none(p), "9001", now);
-    CHECK(!bank_token_cache_distrusted(c));
+    bank_change_feed_apply(f, ids_of(p, 0, NULL), none(p), "9001", now);
+    CHECK(!bank_kept_distrusted(c));
     put(c, "t2");
     CHECK(has(c, p, "t2"));
 }
@@ -167,9 +167,9 @@ static void test_with_db(bank_db_t *db)
 {
     apr_pool_t *p = bank_db_pool(db);
     const char *err = NULL, *a, *b, *x, *y, *sql, *pos;
-    bank_token_cache_t *c = bank_token_cache_create(p, 100, apr_time_from_sec(60), &err);
-    bank_token_feed_t *f =
-        c ? bank_token_feed_create(p, c, NULL, apr_time_from_msec(200), &err) : NULL;
+    bank_kept_t *c = bank_kept_create(p, 100, apr_time_from_sec(60), &err);
+    bank_change_feed_t *f =
+        c ? bank_change_feed_create(p, c, NULL, apr_time_from_msec(200), &err) : NULL;
     bank_db_t *app = other(p);
     bank_customer_t cust;
     apr_time_t later = apr_time_from_sec(1);
@@ -184,10 +184,10 @@ static void test_with_db(bank_db_t *db)
     b = new_token(db, cust.id, apr_pstrcat(p, "feed-b-", cust.id, (char *)NULL));
 
     /* the first read: a position, nothing to drop; twice within the interval reads once */
-    CHECK(bank_token_feed_read(f, db, apr_time_now()) == BANK_DB_OK);
-    pos = bank_token_feed_position(f, p);
+    CHECK(bank_change_feed_read(f, db, apr_time_now()) == BANK_DB_OK);
+    pos = bank_change_feed_position(f, p);
     CHECK(pos != NULL);
-    CHECK(!bank_token_cache_distrusted(c));
+    CHECK(!bank_kept_distrusted(c));
     put(c, a);
     put(c, b);
 
@@ -196,20 +196,20 @@ static void test_with_db(bank_db_t *db)
         const char *at = bank_time_iso(p, apr_time_now());
         CHECK(bank_store_token_uses(app, 1, &a, &at) == BANK_DB_OK);
     }
-    CHECK(bank_token_feed_read(f, db, apr_time_now() + later) == BANK_DB_OK);
+    CHECK(bank_change_feed_read(f, db, apr_time_now() + later) == BANK_DB_OK);
     CHECK(has(c, p, a) && has(c, p, b));
 
     /* deleted by another connection (sign-out, bankctl): dropped at the next read */
     CHECK(bank_store_token_delete(app, a, &count) == BANK_DB_OK && count == 1);
     CHECK(has(c, p, a));
-    CHECK(bank_token_feed_read(f, db, apr_time_now() + 2 * later) == BANK_DB_OK);
+    CHECK(bank_change_feed_read(f, db, apr_time_now() + 2 * later) == BANK_DB_OK);
     CHECK(!has(c, p, a));
     CHECK(has(c, p, b));
 
     /* its hash changed by plain SQL: dropped */
     sql = apr_psprintf(p, "UPDATE auth_access_tokens SET hash = hash || 'x' WHERE id = %s", b);
     CHECK(bank_db_query(app, sql) == 0);
-    CHECK(bank_token_feed_read(f, db, apr_time_now() + 3 * later) == BANK_DB_OK);
+    CHECK(bank_change_feed_read(f, db, apr_time_now() + 3 * later) == BANK_DB_OK);
     CHECK(!has(c, p, b));
 
     if (pg) {
@@ -223,11 +223,11 @@ static void test_with_db(bank_db_t *db)
             CHECK(bank_db_begin(slow) == BANK_DB_OK);
             CHECK(bank_store_token_delete(slow, x, &count) == BANK_DB_OK && count == 1);
             CHECK(bank_store_token_delete(app, y, &count) == BANK_DB_OK && count == 1);
-            CHECK(bank_token_feed_read(f, db, apr_time_now() + 4 * later) == BANK_DB_OK);
+            CHECK(bank_change_feed_read(f, db, apr_time_now() + 4 * later) == BANK_DB_OK);
             CHECK(!has(c, p, y));
             CHECK(has(c, p, x)); /* not committed yet: still valid */
             CHECK(bank_db_end(slow, 1) == BANK_DB_OK);
-            CHECK(bank_token_feed_read(f, db, apr_time_now() + 5 * later) == BANK_DB_OK);
+            CHECK(bank_change_feed_read(f, db, apr_time_now() + 5 * later) == BANK_DB_OK);
             CHECK(!has(c, p, x));
         }
 
@@ -237,18 +237,18 @@ static void test_with_db(bank_db_t *db)
             const char *pid = NULL, *dead;
             bank_db_rc rc;
             x = new_token(db, cust.id, apr_pstrcat(p, "feed-k-", cust.id, (char *)NULL));
-            CHECK(bank_token_feed_read(f, db, apr_time_now() + 6 * later) == BANK_DB_OK);
+            CHECK(bank_change_feed_read(f, db, apr_time_now() + 6 * later) == BANK_DB_OK);
             put(c, x);
             CHECK(has(c, p, x));
             CHECK(bank_db_query_value(db, "SELECT pg_backend_pid()", &pid) == 0 && pid);
             dead = apr_pstrcat(p, "SELECT pg_terminate_backend(", pid ? pid : "0", ")", NULL);
             CHECK(bank_db_query(app, dead) == 0);
             CHECK(bank_store_token_delete(app, x, &count) == BANK_DB_OK && count == 1);
-            rc = bank_token_feed_read(f, db, apr_time_now() + 7 * later);
+            rc = bank_change_feed_read(f, db, apr_time_now() + 7 * later);
             CHECK(!has(c, p, x));
-            CHECK(rc == BANK_DB_OK ? !bank_token_cache_distrusted(c)
-                                   : bank_token_cache_distrusted(c) &&
-                                         strstr(unit_log_text, "BANK2101") != NULL);
+            CHECK(rc == BANK_DB_OK
+                      ? !bank_kept_distrusted(c)
+                      : bank_kept_distrusted(c) && strstr(unit_log_text, "BANK2101") != NULL);
         }
     }
     (void)y;
@@ -256,14 +256,14 @@ static void test_with_db(bank_db_t *db)
 
 /* BVN answers beside the tokens: a customer named drops that customer's answer only, "*"
  * every answer; neither touches the tokens, nor the tokens the answers; more than
- * BANK_TOKEN_FEED_MAX rows of both together drop everything; a failed read distrusts both. */
+ * BANK_CHANGE_FEED_MAX rows of both together drop everything; a failed read distrusts both. */
 static void test_apply_answers(apr_pool_t *p)
 {
     const char *err = NULL;
-    bank_token_cache_t *c = bank_token_cache_create(p, 100, apr_time_from_sec(60), &err);
-    bank_token_cache_t *a = bank_token_cache_create_fields(p, 100, apr_time_from_sec(60), 3, &err);
-    bank_token_feed_t *f =
-        c && a ? bank_token_feed_create(p, c, a, apr_time_from_msec(200), &err) : NULL;
+    bank_kept_t *c = bank_kept_create(p, 100, apr_time_from_sec(60), &err);
+    bank_kept_t *a = bank_kept_create_fields(p, 100, apr_time_from_sec(60), 3, &err);
+    bank_change_feed_t *f =
+        c && a ? bank_change_feed_create(p, c, a, apr_time_from_msec(200), &err) : NULL;
     static const char *const c1[] = {"c1"}, *const every[] = {"c2", "*"}, *const t0[] = {"0"};
     apr_array_header_t *tok = apr_array_make(p, 0, sizeof(const char *));
     apr_array_header_t *cus = apr_array_make(p, 0, sizeof(const char *));
@@ -275,53 +275,53 @@ static void test_apply_answers(apr_pool_t *p)
         return;
     }
     /* distrusted until the first read, as the tokens */
-    CHECK(bank_token_cache_distrusted(a));
+    CHECK(bank_kept_distrusted(a));
     answer(a, "c1");
     CHECK(!answered(a, p, "c1"));
-    bank_token_feed_apply(f, none(p), none(p), "1", now);
-    CHECK(!bank_token_cache_distrusted(a));
+    bank_change_feed_apply(f, none(p), none(p), "1", now);
+    CHECK(!bank_kept_distrusted(a));
 
     answer(a, "c1");
     answer(a, "c2");
     put(c, "c1"); /* a token whose id is the same text: another cache, untouched */
     CHECK(answered(a, p, "c1") && answered(a, p, "c2"));
-    bank_token_feed_apply(f, none(p), ids_of(p, 1, c1), "2", now);
+    bank_change_feed_apply(f, none(p), ids_of(p, 1, c1), "2", now);
     CHECK(!answered(a, p, "c1"));
     CHECK(answered(a, p, "c2"));
     CHECK(has(c, p, "c1"));
 
     /* every token revoked: the answers stay */
-    bank_token_feed_apply(f, ids_of(p, 1, t0), none(p), "3", now);
+    bank_change_feed_apply(f, ids_of(p, 1, t0), none(p), "3", now);
     CHECK(!has(c, p, "c1"));
     CHECK(answered(a, p, "c2"));
 
     /* "*": every answer, the tokens stay */
     answer(a, "c1");
     put(c, "t1");
-    bank_token_feed_apply(f, none(p), ids_of(p, 2, every), "4", now);
+    bank_change_feed_apply(f, none(p), ids_of(p, 2, every), "4", now);
     CHECK(!answered(a, p, "c1") && !answered(a, p, "c2"));
-    CHECK(!bank_token_cache_distrusted(a));
+    CHECK(!bank_kept_distrusted(a));
     CHECK(has(c, p, "t1"));
     answer(a, "c1");
     CHECK(answered(a, p, "c1"));
 
-    /* more than BANK_TOKEN_FEED_MAX rows of both kinds together: everything dropped */
+    /* more than BANK_CHANGE_FEED_MAX rows of both kinds together: everything dropped */
     put(c, "t1");
-    for (i = 0; i <= BANK_TOKEN_FEED_MAX / 2; i++) {
+    for (i = 0; i <= BANK_CHANGE_FEED_MAX / 2; i++) {
         APR_ARRAY_PUSH(tok, const char *) = apr_itoa(p, 100000 + i);
         APR_ARRAY_PUSH(cus, const char *) = apr_itoa(p, 200000 + i);
     }
-    bank_token_feed_apply(f, tok, cus, "5", now);
+    bank_change_feed_apply(f, tok, cus, "5", now);
     CHECK(!has(c, p, "t1") && !answered(a, p, "c1"));
-    CHECK(bank_token_cache_count(a) == 0 && bank_token_cache_count(c) == 0);
+    CHECK(bank_kept_count(a) == 0 && bank_kept_count(c) == 0);
 
     /* a failed read distrusts the answers too */
     answer(a, "c1");
-    CHECK(bank_token_feed_failed(f) == 1);
-    CHECK(bank_token_cache_distrusted(a));
+    CHECK(bank_change_feed_failed(f) == 1);
+    CHECK(bank_kept_distrusted(a));
     CHECK(!answered(a, p, "c1"));
-    bank_token_feed_apply(f, none(p), none(p), "6", now);
-    CHECK(!bank_token_cache_distrusted(a));
+    bank_change_feed_apply(f, none(p), none(p), "6", now);
+    CHECK(!bank_kept_distrusted(a));
 }
 
 /* What a BVN answer is made of, changed by another connection (009's triggers): the
@@ -333,10 +333,10 @@ static void test_answers_with_db(bank_db_t *db)
 {
     apr_pool_t *p = bank_db_pool(db);
     const char *err = NULL;
-    bank_token_cache_t *c = bank_token_cache_create(p, 100, apr_time_from_sec(60), &err);
-    bank_token_cache_t *a = bank_token_cache_create_fields(p, 100, apr_time_from_sec(60), 3, &err);
-    bank_token_feed_t *f =
-        c && a ? bank_token_feed_create(p, c, a, apr_time_from_msec(200), &err) : NULL;
+    bank_kept_t *c = bank_kept_create(p, 100, apr_time_from_sec(60), &err);
+    bank_kept_t *a = bank_kept_create_fields(p, 100, apr_time_from_sec(60), 3, &err);
+    bank_change_feed_t *f =
+        c && a ? bank_change_feed_create(p, c, a, apr_time_from_msec(200), &err) : NULL;
     bank_db_t *app = other(p);
     bank_customer_t one, two;
     bank_account_t acct;
@@ -346,7 +346,7 @@ static void test_answers_with_db(bank_db_t *db)
     do {                                                                                           \
         CHECK(bank_db_query(app, apr_psprintf(p, sql_fmt, __VA_ARGS__)) == 0);                     \
         at += step;                                                                                \
-        CHECK(bank_token_feed_read(f, db, at) == BANK_DB_OK);                                      \
+        CHECK(bank_change_feed_read(f, db, at) == BANK_DB_OK);                                     \
     } while (0)
 
     CHECK(f != NULL);
@@ -355,7 +355,7 @@ static void test_answers_with_db(bank_db_t *db)
     }
     fixture_customer(db, "Ada", "Obi", NULL, &one);
     fixture_customer(db, "Bola", "Ade", NULL, &two);
-    CHECK(bank_token_feed_read(f, db, at) == BANK_DB_OK);
+    CHECK(bank_change_feed_read(f, db, at) == BANK_DB_OK);
     answer(a, one.id);
     answer(a, two.id);
     put(c, "t1");
@@ -394,7 +394,7 @@ static void test_answers_with_db(bank_db_t *db)
     answer(a, one.id);
     CHECK(bank_store_account_insert(app, &acct) == BANK_DB_OK);
     at += step;
-    CHECK(bank_token_feed_read(f, db, at) == BANK_DB_OK);
+    CHECK(bank_change_feed_read(f, db, at) == BANK_DB_OK);
     CHECK(!answered(a, p, two.id));
     CHECK(answered(a, p, one.id));
     answer(a, two.id);
@@ -412,7 +412,7 @@ static void test_answers_with_db(bank_db_t *db)
     answer(a, two.id);
     fixture_bvn(app, "Chidi", "Eze", "1991-02-03");
     at += step;
-    CHECK(bank_token_feed_read(f, db, at) == BANK_DB_OK);
+    CHECK(bank_change_feed_read(f, db, at) == BANK_DB_OK);
     CHECK(!answered(a, p, one.id) && !answered(a, p, two.id));
     CHECK(has(c, p, "t1"));
 
@@ -428,40 +428,40 @@ static void test_failure(apr_pool_t *p)
 {
     bank_db_t *db = fixture_sqlite(p);
     const char *err = NULL;
-    bank_token_cache_t *c = bank_token_cache_create(p, 100, apr_time_from_sec(60), &err);
-    bank_token_feed_t *f =
-        c ? bank_token_feed_create(p, c, NULL, apr_time_from_msec(200), &err) : NULL;
+    bank_kept_t *c = bank_kept_create(p, 100, apr_time_from_sec(60), &err);
+    bank_change_feed_t *f =
+        c ? bank_change_feed_create(p, c, NULL, apr_time_from_msec(200), &err) : NULL;
     const char *first;
 
     CHECK(db && f);
     if (!db || !f) {
         return;
     }
-    CHECK(bank_token_feed_read(f, db, apr_time_now()) == BANK_DB_OK);
+    CHECK(bank_change_feed_read(f, db, apr_time_now()) == BANK_DB_OK);
     put(c, "t1");
     CHECK(has(c, p, "t1"));
     CHECK(bank_db_query(db, "ALTER TABLE auth_token_revocations RENAME TO moved") == 0);
-    CHECK(bank_token_feed_read(f, db, apr_time_now() + apr_time_from_sec(1)) != BANK_DB_OK);
-    CHECK(bank_token_cache_distrusted(c));
+    CHECK(bank_change_feed_read(f, db, apr_time_now() + apr_time_from_sec(1)) != BANK_DB_OK);
+    CHECK(bank_kept_distrusted(c));
     CHECK(!has(c, p, "t1"));
     first = strstr(unit_log_text, "BANK2101");
     CHECK(first != NULL);
-    CHECK(bank_token_feed_read(f, db, apr_time_now() + apr_time_from_sec(2)) != BANK_DB_OK);
+    CHECK(bank_change_feed_read(f, db, apr_time_now() + apr_time_from_sec(2)) != BANK_DB_OK);
     CHECK(first && strstr(first + 1, "BANK2101") == NULL); /* once per run of failures */
     CHECK(bank_db_query(db, "ALTER TABLE moved RENAME TO auth_token_revocations") == 0);
     /* on a new connection (SQLite keeps the statements of the old one expired) */
     db = other(p);
-    CHECK(db && bank_token_feed_read(f, db, apr_time_now() + apr_time_from_sec(3)) == BANK_DB_OK);
-    CHECK(!bank_token_cache_distrusted(c));
+    CHECK(db && bank_change_feed_read(f, db, apr_time_now() + apr_time_from_sec(3)) == BANK_DB_OK);
+    CHECK(!bank_kept_distrusted(c));
     CHECK(strstr(unit_log_text, "BANK2102") != NULL);
 }
 
-/* bank_token_feed_check: who reads the feed, and who waits for whom (an interval of 1 s, in
+/* bank_change_feed_check: who reads the feed, and who waits for whom (an interval of 1 s, in
  * real time: a read starts at the time it starts). */
 #define INTERVAL_MS 1000
 
 typedef struct {
-    bank_token_feed_t *f;
+    bank_change_feed_t *f;
     bank_db_t *db;            /* given to a read; NULL: no connection */
     int calls;                /* connections asked for */
     int nest;                 /* 1: a check is made during this read */
@@ -482,7 +482,7 @@ static bank_db_t *reader_db(void *baton)
     if (r->nest) {
         reader_t other = {r->f, r->db, 0, 0, 0, 0, 0, 0, 0, NULL};
         r->nested =
-            bank_token_feed_check(r->f, apr_time_now(), 0, reader_db, &other) * 10 + other.calls;
+            bank_change_feed_check(r->f, apr_time_now(), 0, reader_db, &other) * 10 + other.calls;
     }
     while (r->go && !apr_atomic_read32(r->go)) {
         apr_sleep(apr_time_from_msec(1));
@@ -499,7 +499,7 @@ static void *APR_THREAD_FUNC check_in_thread(apr_thread_t *t, void *data)
     apr_time_t t0 = apr_time_now();
 
     apr_atomic_set32(&r->started, 1);
-    r->nested = bank_token_feed_check(r->f, t0, 1, reader_db, r);
+    r->nested = bank_change_feed_check(r->f, t0, 1, reader_db, r);
     r->took = apr_time_now() - t0;
     apr_thread_exit(t, APR_SUCCESS);
     return NULL;
@@ -509,7 +509,7 @@ static void *APR_THREAD_FUNC check_in_thread(apr_thread_t *t, void *data)
  * connection hold after another thread started waiting for it: *waited is what the
  * waiter's check answered, *asked how often it asked for a connection itself, *took how
  * long it took. */
-static void wait_on_read(apr_pool_t *p, bank_token_feed_t *f, bank_db_t *db,
+static void wait_on_read(apr_pool_t *p, bank_change_feed_t *f, bank_db_t *db,
                          apr_interval_time_t hold, int *waited, int *asked,
                          apr_interval_time_t *took)
 {
@@ -548,9 +548,9 @@ static void test_check(apr_pool_t *p)
 {
     bank_db_t *db = fixture_sqlite(p);
     const char *err = NULL;
-    bank_token_cache_t *c = bank_token_cache_create(p, 100, apr_time_from_sec(60), &err);
-    bank_token_feed_t *f =
-        c ? bank_token_feed_create(p, c, NULL, apr_time_from_msec(INTERVAL_MS), &err) : NULL;
+    bank_kept_t *c = bank_kept_create(p, 100, apr_time_from_sec(60), &err);
+    bank_change_feed_t *f =
+        c ? bank_change_feed_create(p, c, NULL, apr_time_from_msec(INTERVAL_MS), &err) : NULL;
     reader_t r = {f, db, 0, 0, -1, 0, 0, 0, 0, NULL};
     apr_interval_time_t took;
     int waited, asked;
@@ -560,22 +560,22 @@ static void test_check(apr_pool_t *p)
         return;
     }
     /* never read: read now, by the caller */
-    CHECK(bank_token_feed_check(f, apr_time_now(), 1, reader_db, &r) == 1);
+    CHECK(bank_change_feed_check(f, apr_time_now(), 1, reader_db, &r) == 1);
     CHECK(r.calls == 1);
     /* read within half the interval: nothing to do */
-    CHECK(bank_token_feed_check(f, apr_time_now(), 1, reader_db, &r) == 1);
+    CHECK(bank_change_feed_check(f, apr_time_now(), 1, reader_db, &r) == 1);
     CHECK(r.calls == 1);
     /* read more than half the interval ago: read ahead by this caller; meanwhile another
      * caller neither reads it nor waits (10: current, 0 connections asked for) */
     apr_sleep(apr_time_from_msec(INTERVAL_MS * 6 / 10));
     r.nest = 1;
-    CHECK(bank_token_feed_check(f, apr_time_now(), 1, reader_db, &r) == 1);
+    CHECK(bank_change_feed_check(f, apr_time_now(), 1, reader_db, &r) == 1);
     CHECK(r.calls == 2);
     CHECK(r.nested == 10);
     /* more than the interval ago, and being read: a caller that may not wait is refused at
      * once (0: not current, 0 connections asked for) */
     apr_sleep(apr_time_from_msec(INTERVAL_MS + 100));
-    CHECK(bank_token_feed_check(f, apr_time_now(), 1, reader_db, &r) == 1);
+    CHECK(bank_change_feed_check(f, apr_time_now(), 1, reader_db, &r) == 1);
     CHECK(r.calls == 3);
     CHECK(r.nested == 0);
     r.nest = 0;
@@ -584,13 +584,13 @@ static void test_check(apr_pool_t *p)
     apr_sleep(apr_time_from_msec(INTERVAL_MS * 6 / 10));
     r.db = NULL;
     r.hold = apr_time_from_msec(500);
-    CHECK(bank_token_feed_check(f, apr_time_now(), 1, reader_db, &r) == 0);
+    CHECK(bank_change_feed_check(f, apr_time_now(), 1, reader_db, &r) == 0);
     CHECK(r.calls == 4);
     r.db = db;
     r.hold = 0;
     /* the clock set back by more than an interval: not current */
-    CHECK(bank_token_feed_check(f, apr_time_now(), 1, reader_db, &r) == 1);
-    CHECK(!bank_token_feed_current(f, apr_time_now() - apr_time_from_msec(INTERVAL_MS + 100)));
+    CHECK(bank_change_feed_check(f, apr_time_now(), 1, reader_db, &r) == 1);
+    CHECK(!bank_change_feed_current(f, apr_time_now() - apr_time_from_msec(INTERVAL_MS + 100)));
     /* a caller that waits on a good read answers from it, without reading again */
     wait_on_read(p, f, db, apr_time_from_msec(300), &waited, &asked, &took);
     CHECK(waited == 1);
@@ -609,7 +609,7 @@ static void test_check(apr_pool_t *p)
     CHECK(asked == 0);
     CHECK(took >= apr_time_from_msec(250));
     /* no connection is not a failure of the feed: nothing distrusted, nothing logged */
-    CHECK(!bank_token_cache_distrusted(c));
+    CHECK(!bank_kept_distrusted(c));
     CHECK(strstr(unit_log_text, "BANK2101") == NULL);
 }
 

@@ -1,4 +1,4 @@
-/* Verified rows per process (bank_token_cache.h): token rows, or the BVN answers the same
+/* Verified rows per process (bank_kept.h): token rows, or the BVN answers the same
  * feed keeps true, each kept as its fields' strings. Entries live in one pool, dropped
  * together (every max_age, or once max_entries puts were made into it), so memory stays
  * bounded without a per-entry free; an invalidated or replaced entry is unlinked and its
@@ -7,7 +7,7 @@
 #include <apr_strings.h>
 #include <apr_hash.h>
 #include <apr_thread_mutex.h>
-#include "bank_token_cache.h"
+#include "bank_kept.h"
 
 /* A token row's fields, in this order. */
 enum { F_CUSTOMER, F_HASH, F_ABILITIES, F_EXPIRES, F_LAST_USED, TOKEN_FIELDS };
@@ -18,23 +18,22 @@ typedef struct {
     apr_time_t fetched;
 } entry_t;
 
-struct bank_token_cache_s {
+struct bank_kept_s {
     apr_thread_mutex_t *lock;
     apr_pool_t *pool;   /* this generation's entries */
     apr_hash_t *tokens; /* "scope/id" -> entry_t * */
     apr_time_t born, max_age;
     int max_entries, nfields;
     int puts;       /* entries and touches written into this generation's pool */
-    int token_rows; /* the fields are a token row's (bank_token_cache_touched) */
+    int token_rows; /* the fields are a token row's (bank_kept_touched) */
     int distrusted;
     apr_uint64_t epoch; /* moves on every invalidation and distrust */
 };
 
-bank_token_cache_t *bank_token_cache_create_fields(apr_pool_t *p, int max_entries,
-                                                   apr_time_t max_age, int nfields,
-                                                   const char **err)
+bank_kept_t *bank_kept_create_fields(apr_pool_t *p, int max_entries, apr_time_t max_age,
+                                     int nfields, const char **err)
 {
-    bank_token_cache_t *c = apr_pcalloc(p, sizeof(*c));
+    bank_kept_t *c = apr_pcalloc(p, sizeof(*c));
 
     if (apr_thread_mutex_create(&c->lock, APR_THREAD_MUTEX_DEFAULT, p) != APR_SUCCESS ||
         apr_pool_create(&c->pool, p) != APR_SUCCESS) {
@@ -49,11 +48,9 @@ bank_token_cache_t *bank_token_cache_create_fields(apr_pool_t *p, int max_entrie
     return c;
 }
 
-bank_token_cache_t *bank_token_cache_create(apr_pool_t *p, int max_entries, apr_time_t max_age,
-                                            const char **err)
+bank_kept_t *bank_kept_create(apr_pool_t *p, int max_entries, apr_time_t max_age, const char **err)
 {
-    bank_token_cache_t *c =
-        bank_token_cache_create_fields(p, max_entries, max_age, TOKEN_FIELDS, err);
+    bank_kept_t *c = bank_kept_create_fields(p, max_entries, max_age, TOKEN_FIELDS, err);
 
     if (c) {
         c->token_rows = 1;
@@ -67,7 +64,7 @@ static const char *key_of(apr_pool_t *p, const void *scope, const char *id)
 }
 
 /* Drops every entry (the lock held). */
-static void drop_all(bank_token_cache_t *c, apr_time_t now)
+static void drop_all(bank_kept_t *c, apr_time_t now)
 {
     apr_pool_clear(c->pool);
     c->tokens = apr_hash_make(c->pool);
@@ -84,7 +81,7 @@ static void copy_fields(apr_pool_t *p, const char **to, const char *const *from,
     }
 }
 
-apr_uint64_t bank_token_cache_epoch(bank_token_cache_t *c)
+apr_uint64_t bank_kept_epoch(bank_kept_t *c)
 {
     apr_uint64_t e;
 
@@ -94,8 +91,8 @@ apr_uint64_t bank_token_cache_epoch(bank_token_cache_t *c)
     return e;
 }
 
-int bank_token_cache_get_fields(bank_token_cache_t *c, apr_pool_t *p, const void *scope,
-                                const char *id, apr_time_t max_age, const char **fields)
+int bank_kept_get_fields(bank_kept_t *c, apr_pool_t *p, const void *scope, const char *id,
+                         apr_time_t max_age, const char **fields)
 {
     const char *key = key_of(p, scope, id);
     const entry_t *e;
@@ -114,8 +111,8 @@ int bank_token_cache_get_fields(bank_token_cache_t *c, apr_pool_t *p, const void
     return hit;
 }
 
-void bank_token_cache_put_fields(bank_token_cache_t *c, const void *scope, const char *id,
-                                 const char *const *fields, apr_time_t fetched, apr_uint64_t epoch)
+void bank_kept_put_fields(bank_kept_t *c, const void *scope, const char *id,
+                          const char *const *fields, apr_time_t fetched, apr_uint64_t epoch)
 {
     apr_time_t now = apr_time_now();
     entry_t *e;
@@ -140,12 +137,12 @@ void bank_token_cache_put_fields(bank_token_cache_t *c, const void *scope, const
     apr_thread_mutex_unlock(c->lock);
 }
 
-int bank_token_cache_get(bank_token_cache_t *c, apr_pool_t *p, const void *scope, const char *id,
-                         apr_time_t max_age, bank_token_row_t *row)
+int bank_kept_get(bank_kept_t *c, apr_pool_t *p, const void *scope, const char *id,
+                  apr_time_t max_age, bank_token_row_t *row)
 {
     const char *f[TOKEN_FIELDS];
 
-    if (!bank_token_cache_get_fields(c, p, scope, id, max_age, f)) {
+    if (!bank_kept_get_fields(c, p, scope, id, max_age, f)) {
         return 0;
     }
     row->customer_id = f[F_CUSTOMER];
@@ -156,17 +153,16 @@ int bank_token_cache_get(bank_token_cache_t *c, apr_pool_t *p, const void *scope
     return 1;
 }
 
-void bank_token_cache_put(bank_token_cache_t *c, const void *scope, const char *id,
-                          const bank_token_row_t *row, apr_time_t fetched, apr_uint64_t epoch)
+void bank_kept_put(bank_kept_t *c, const void *scope, const char *id, const bank_token_row_t *row,
+                   apr_time_t fetched, apr_uint64_t epoch)
 {
     const char *f[TOKEN_FIELDS] = {row->customer_id, row->hash, row->abilities, row->expires_at,
                                    row->last_used_at};
 
-    bank_token_cache_put_fields(c, scope, id, f, fetched, epoch);
+    bank_kept_put_fields(c, scope, id, f, fetched, epoch);
 }
 
-void bank_token_cache_touched(bank_token_cache_t *c, const void *scope, const char *id,
-                              const char *last_used)
+void bank_kept_touched(bank_kept_t *c, const void *scope, const char *id, const char *last_used)
 {
     char key[256];
     entry_t *e;
@@ -181,7 +177,7 @@ void bank_token_cache_touched(bank_token_cache_t *c, const void *scope, const ch
     apr_thread_mutex_unlock(c->lock);
 }
 
-void bank_token_cache_invalidate(bank_token_cache_t *c, const char *id)
+void bank_kept_invalidate(bank_kept_t *c, const char *id)
 {
     apr_hash_index_t *hi;
 
@@ -201,7 +197,7 @@ void bank_token_cache_invalidate(bank_token_cache_t *c, const char *id)
     apr_thread_mutex_unlock(c->lock);
 }
 
-void bank_token_cache_distrust(bank_token_cache_t *c)
+void bank_kept_distrust(bank_kept_t *c)
 {
     apr_thread_mutex_lock(c->lock);
     c->epoch++;
@@ -210,14 +206,14 @@ void bank_token_cache_distrust(bank_token_cache_t *c)
     apr_thread_mutex_unlock(c->lock);
 }
 
-void bank_token_cache_trust(bank_token_cache_t *c)
+void bank_kept_trust(bank_kept_t *c)
 {
     apr_thread_mutex_lock(c->lock);
     c->distrusted = 0;
     apr_thread_mutex_unlock(c->lock);
 }
 
-int bank_token_cache_distrusted(bank_token_cache_t *c)
+int bank_kept_distrusted(bank_kept_t *c)
 {
     int d;
 
@@ -227,7 +223,7 @@ int bank_token_cache_distrusted(bank_token_cache_t *c)
     return d;
 }
 
-int bank_token_cache_count(bank_token_cache_t *c)
+int bank_kept_count(bank_kept_t *c)
 {
     int n;
 
