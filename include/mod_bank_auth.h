@@ -3,17 +3,9 @@
 #define MOD_BANK_AUTH_H
 
 #include <httpd.h>
+#include "bank_bearer.h"
 #include "bank_db.h"
 
-typedef struct {
-    const char *token_id; /* the bearer token's row (sign-out deletes it) */
-    const char *customer_id;
-    const char *abilities;
-} bank_principal_t;
-
-/* Verifies the customer bearer token and the ability. On success returns OK and the
- * principal; otherwise the error answer (401/403/503) is written and its status returned. */
-int bank_authenticate(request_rec *r, bank_db_t *db, const char *ability, bank_principal_t **out);
 /* The opening every customer endpoint shares: method gate, then the bearer token and the
  * ability (before any body is read): from the process's cache of verified tokens when
  * BankTokenCacheSeconds allows (*db NULL unless the revocation feed was read on one: take
@@ -21,18 +13,9 @@ int bank_authenticate(request_rec *r, bank_db_t *db, const char *ability, bank_p
  * principal set, or the status of the error answer already written (405, 503, 401, 403). */
 int bank_customer_request(request_rec *r, apr_int64_t methods, const char *allow,
                           const char *ability, bank_db_t **db, bank_principal_t **out);
-/* What a verified customer's BVN answer answers: the BVN and date of birth sent, and the rule
- * of the Location asked (BankBvnThrottle's attempts and window, the identity provider): an
- * answer is given again only for the same three. */
-typedef struct {
-    const char *bvn;
-    const char *dob;
-    const char *rule;
-} bank_bvn_question_t;
-
 /* The verified BVN answers of this process (BankBvnCacheSeconds): 1 and *text (the whole
  * answer) if customer_id's answer to q was read at most BankBvnCacheSeconds ago and nothing
- * it is made of changed since, as far as the revocation feed, read within its interval (by
+ * it is made of changed since, as far as the change feed, read within its interval (by
  * this request if needed: *db as in bank_customer_request), tells; else 0, and a kept answer
  * of the customer to another question is dropped. */
 int bank_bvn_answer_get(request_rec *r, bank_db_t **db, const char *customer_id,
