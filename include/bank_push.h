@@ -93,6 +93,10 @@ int bank_push_retry_after(const char *value, apr_time_t now);
 /* 1 if the base URL may be used (https://, http:// only to loopback); *norm without a
  * trailing slash. NULL or why not. */
 const char *bank_push_url_check(apr_pool_t *p, const char *url, const char **norm);
+/* BankPush's arguments: kind "fcm", a Firebase project id, FCM's base URL or NULL (*base_url:
+ * it normalised, or BANK_PUSH_BASE_DEFAULT). NULL, or why not, quoting the argument. */
+const char *bank_push_fcm_check(apr_pool_t *p, const char *kind, const char *project,
+                                const char *url, const char **base_url);
 
 /* The first line of /proc/stat ("cpu  user nice system idle iowait irq softirq steal ..."):
  * the clock ticks of all the CPUs in all (*total) and idle (*idle: idle and iowait). 1 if

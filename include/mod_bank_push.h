@@ -1,7 +1,8 @@
 /* httpd glue of push notifications (mod_bank_push.c, docs/push.md): the server-wide BankPush*
- * settings, their check at `apachectl -t`, and the sender: a mod_watchdog callback in every
- * child process that claims due outbox rows, sends them to FCM and settles them. FCM and the
- * outbox are core (bank_push.h, bank_store.h). */
+ * settings, their check at `apachectl -t`, and the sender's host: a mod_watchdog callback in
+ * every child process runs the sender, whose rounds claim due outbox rows, send them to FCM
+ * and settle them. The rounds, FCM and the outbox are core (bank_push_sender.h, bank_push.h,
+ * bank_store.h). */
 #ifndef MOD_BANK_PUSH_H
 #define MOD_BANK_PUSH_H
 

@@ -35,6 +35,29 @@ const char *bank_push_url_check(apr_pool_t *p, const char *url, const char **nor
     return bank_idp_url_check(p, url, norm);
 }
 
+const char *bank_push_fcm_check(apr_pool_t *p, const char *kind, const char *project,
+                                const char *url, const char **base_url)
+{
+    const char *why;
+
+    if (strcasecmp(kind, "fcm") != 0) {
+        return apr_psprintf(p, "expected fcm, got '%s'", kind);
+    }
+    /* Firebase project ids: 6 to 30 lower-case letters, digits and hyphens. */
+    if (strlen(project) < 1 || strlen(project) > 64 ||
+        strspn(project, "abcdefghijklmnopqrstuvwxyz0123456789-") != strlen(project)) {
+        return apr_psprintf(p,
+                            "the project id holds lower-case letters, digits and hyphens only "
+                            "(1 to 64), got '%s'",
+                            project);
+    }
+    *base_url = BANK_PUSH_BASE_DEFAULT;
+    if (url && (why = bank_push_url_check(p, url, base_url)) != NULL) {
+        return apr_psprintf(p, "%s, got '%s'", why, url);
+    }
+    return NULL;
+}
+
 const char *bank_push_account_parse(apr_pool_t *p, const char *text, apr_size_t len,
                                     bank_push_account_t *out)
 {

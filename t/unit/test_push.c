@@ -221,6 +221,25 @@ static void test_backoff(void)
           11);
 }
 
+/* BankPush's arguments: the kind, the project id, the base URL (loopback only over http). */
+static void test_fcm_check(apr_pool_t *p)
+{
+    const char *base = NULL;
+
+    CHECK(bank_push_fcm_check(p, "FCM", "my-project-1", NULL, &base) == NULL);
+    CHECK_STR(base, BANK_PUSH_BASE_DEFAULT);
+    CHECK(bank_push_fcm_check(p, "fcm", "p", "http://127.0.0.1:8080/", &base) == NULL);
+    CHECK_STR(base, "http://127.0.0.1:8080");
+    CHECK_STR(bank_push_fcm_check(p, "apns", "p", NULL, &base), "expected fcm, got 'apns'");
+    CHECK_STR(bank_push_fcm_check(p, "fcm", "My_Project", NULL, &base),
+              "the project id holds lower-case letters, digits and hyphens only (1 to 64), "
+              "got 'My_Project'");
+    CHECK(bank_push_fcm_check(p, "fcm", "", NULL, &base) != NULL);
+    CHECK(bank_push_fcm_check(p, "fcm", apr_psprintf(p, "%065d", 0), NULL, &base) != NULL);
+    CHECK(bank_push_fcm_check(p, "fcm", "p", "http://fcm.example.com", &base) != NULL);
+    CHECK(strstr(bank_push_fcm_check(p, "fcm", "p", "ftp://x", &base), ", got 'ftp://x'"));
+}
+
 static void test_cpu(void)
 {
     apr_uint64_t t = 0, i = 0;
@@ -351,6 +370,7 @@ static void run_tests(apr_pool_t *p)
     test_body(p);
     test_judge(p);
     test_backoff();
+    test_fcm_check(p);
     test_cpu();
     test_client(p);
 }
