@@ -141,18 +141,13 @@ static const char *fetch_bearer(bank_push_client_t *cl, apr_pool_t *p)
     return NULL;
 }
 
-/* Sends the messages whose index is in todo[0..n) at once. */
-static void round_send(bank_push_client_t *cl, apr_pool_t *p, const bank_push_msg_t *msgs,
-                       const int *todo, int n, bank_push_result_t *out)
+/* Adds a call per message whose index is in todo[0..n) to the multi handle: h[i] and calls[i]
+ * (a handle that cannot be made: its call done at once, failed). */
+static void calls_add(bank_push_client_t *cl, apr_pool_t *p, const bank_push_msg_t *msgs,
+                      const int *todo, int n, struct curl_slist *hdr, CURL **h, call_t *calls)
 {
-    CURL **h = apr_pcalloc(p, sizeof(*h) * (apr_size_t)n);
-    call_t *calls = apr_pcalloc(p, sizeof(*calls) * (apr_size_t)n);
-    struct curl_slist *hdr = NULL;
-    int i, running = 0, left;
-    CURLMsg *m;
+    int i;
 
-    hdr = curl_slist_append(hdr, cl->bearer);
-    hdr = curl_slist_append(hdr, "Content-Type: application/json; charset=UTF-8");
     for (i = 0; i < n; i++) {
         const char *body = bank_push_body(p, &msgs[todo[i]]);
         calls[i].start = apr_time_now();
@@ -167,6 +162,14 @@ static void round_send(bank_push_client_t *cl, apr_pool_t *p, const bank_push_ms
         curl_easy_setopt(h[i], CURLOPT_PRIVATE, &calls[i]);
         curl_multi_add_handle(cl->multi, h[i]);
     }
+}
+
+/* Runs the multi handle's calls until none is running (each bounded by its timeout). */
+static void calls_run(bank_push_client_t *cl)
+{
+    int running = 0, left;
+    CURLMsg *m;
+
     do {
         if (curl_multi_perform(cl->multi, &running) != CURLM_OK) {
             break;
@@ -183,29 +186,50 @@ static void round_send(bank_push_client_t *cl, apr_pool_t *p, const bank_push_ms
             curl_multi_poll(cl->multi, NULL, 0, 1000, NULL);
         }
     } while (running);
+}
+
+/* A call's outcome in r; its handle (NULL: none was made) removed and cleaned up. */
+static void call_result(bank_push_client_t *cl, apr_pool_t *p, CURL *h, call_t *c,
+                        bank_push_result_t *r)
+{
+    long status = 0;
+
+    memset(r, 0, sizeof(*r));
+    if (h) {
+        curl_easy_getinfo(h, CURLINFO_RESPONSE_CODE, &status);
+        curl_multi_remove_handle(cl->multi, h);
+        curl_easy_cleanup(h);
+    }
+    r->took = apr_time_now() - c->start;
+    r->retry_after = c->retry_after;
+    if (!c->done || c->rc != CURLE_OK || c->a.over) {
+        if (!c->done && c->rc == CURLE_OK) {
+            c->rc = CURLE_ABORTED_BY_CALLBACK;
+        }
+        r->verdict = BANK_PUSH_RETRY;
+        r->why = no_answer(p, c, cl->conf.timeout);
+        return;
+    }
+    r->status = status;
+    r->verdict = bank_push_judge(p, status, c->a.buf, c->a.len);
+    r->why = r->verdict == BANK_PUSH_SENT ? NULL : apr_psprintf(p, "FCM answered HTTP %ld", status);
+}
+
+/* Sends the messages whose index is in todo[0..n) at once. */
+static void round_send(bank_push_client_t *cl, apr_pool_t *p, const bank_push_msg_t *msgs,
+                       const int *todo, int n, bank_push_result_t *out)
+{
+    CURL **h = apr_pcalloc(p, sizeof(*h) * (apr_size_t)n);
+    call_t *calls = apr_pcalloc(p, sizeof(*calls) * (apr_size_t)n);
+    struct curl_slist *hdr = NULL;
+    int i;
+
+    hdr = curl_slist_append(hdr, cl->bearer);
+    hdr = curl_slist_append(hdr, "Content-Type: application/json; charset=UTF-8");
+    calls_add(cl, p, msgs, todo, n, hdr, h, calls);
+    calls_run(cl);
     for (i = 0; i < n; i++) {
-        bank_push_result_t *r = &out[todo[i]];
-        long status = 0;
-        memset(r, 0, sizeof(*r));
-        if (h[i]) {
-            curl_easy_getinfo(h[i], CURLINFO_RESPONSE_CODE, &status);
-            curl_multi_remove_handle(cl->multi, h[i]);
-            curl_easy_cleanup(h[i]);
-        }
-        r->took = apr_time_now() - calls[i].start;
-        r->retry_after = calls[i].retry_after;
-        if (!calls[i].done || calls[i].rc != CURLE_OK || calls[i].a.over) {
-            if (!calls[i].done && calls[i].rc == CURLE_OK) {
-                calls[i].rc = CURLE_ABORTED_BY_CALLBACK;
-            }
-            r->verdict = BANK_PUSH_RETRY;
-            r->why = no_answer(p, &calls[i], cl->conf.timeout);
-            continue;
-        }
-        r->status = status;
-        r->verdict = bank_push_judge(p, status, calls[i].a.buf, calls[i].a.len);
-        r->why =
-            r->verdict == BANK_PUSH_SENT ? NULL : apr_psprintf(p, "FCM answered HTTP %ld", status);
+        call_result(cl, p, h[i], &calls[i], &out[todo[i]]);
     }
     curl_slist_free_all(hdr);
 }
