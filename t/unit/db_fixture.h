@@ -112,7 +112,7 @@ static void fixture_keys(apr_pool_t *p)
 }
 
 /* Runs fn on a fresh SQLite database and, with BANK_TEST_PG_PARAMS, on PostgreSQL. */
-static void fixture_each(apr_pool_t *p, void (*fn)(bank_db_t *db))
+static __attribute__((unused)) void fixture_each(apr_pool_t *p, void (*fn)(bank_db_t *db))
 {
     bank_db_t *lite, *pg = NULL;
 
@@ -151,6 +151,24 @@ static __attribute__((unused)) void fixture_customer(bank_db_t *db, const char *
     c->phone = "+2348012345678";
     c->created_at = c->updated_at = now;
     CHECK(bank_store_customer_insert(db, c) == BANK_DB_OK);
+}
+
+/* An account of customer c whose partner id is wallet (a notice's walletId names it). */
+static __attribute__((unused)) void fixture_account(bank_db_t *db, const bank_customer_t *c,
+                                                    const char *wallet)
+{
+    apr_pool_t *p = bank_db_pool(db);
+    bank_account_t a;
+
+    memset(&a, 0, sizeof(a));
+    a.id = bank_uuid4(p);
+    a.customer_id = c->id;
+    a.bank_name = "Unit Bank";
+    a.bank_account_id = wallet;
+    a.account_name = "ADA OBI";
+    a.account_number = apr_psprintf(p, "%010d", (getpid() * 100 + ++fixture_seq) % 1000000000);
+    a.created_at = a.updated_at = "2000-01-01T00:00:00.000Z";
+    CHECK(bank_store_account_insert(db, &a) == BANK_DB_OK);
 }
 
 /* A fresh 11-digit BVN with an identity record. */

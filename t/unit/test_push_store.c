@@ -41,23 +41,15 @@ static long outbox_rows(bank_db_t *db, const char *ref)
 static const char *customer_with_devices(bank_db_t *db, const char *pre, bank_customer_t *c)
 {
     apr_pool_t *p = bank_db_pool(db);
-    bank_account_t a;
+    const char *wallet = apr_pstrcat(p, pre, "wallet", (char *)NULL);
 
     fixture_customer(db, "Ada", "Obi", "pw", c);
-    memset(&a, 0, sizeof(a));
-    a.id = bank_uuid4(p);
-    a.customer_id = c->id;
-    a.bank_name = "Unit Bank";
-    a.bank_account_id = apr_pstrcat(p, pre, "wallet", (char *)NULL);
-    a.account_name = "ADA OBI";
-    a.account_number = apr_psprintf(p, "%010d", (getpid() * 100 + ++seq) % 1000000000);
-    a.created_at = a.updated_at = OLD;
-    CHECK(bank_store_account_insert(db, &a) == BANK_DB_OK);
+    fixture_account(db, c, wallet);
     CHECK(bank_store_device_upsert(db, c->id, apr_pstrcat(p, pre, "dev-1", (char *)NULL), NULL,
                                    OLD) == BANK_DB_OK);
     CHECK(bank_store_device_upsert(db, c->id, apr_pstrcat(p, pre, "dev-2", (char *)NULL), NULL,
                                    OLD) == BANK_DB_OK);
-    return a.bank_account_id;
+    return wallet;
 }
 
 /* This test's rows among those claimed. */
