@@ -112,6 +112,14 @@ void bank_push_sender_wake(bank_push_sender_t *s)
     apr_atomic_set32(&s->woken, 1);
 }
 
+/* 1 once `at` has come, or if it lies more than period ahead: the clock was set back since
+ * it was set, and the poll, the count, the lean round or the CPUs' reading due then would
+ * otherwise wait for the clock to catch up (an hour for an hour's step). */
+static int due(apr_time_t now, apr_time_t at, apr_interval_time_t period)
+{
+    return now >= at || at - now > period;
+}
+
 /* A lease: random, so that two senders never hold the same one. NULL: no randomness. */
 static const char *new_lease(apr_pool_t *p)
 {
@@ -380,7 +388,7 @@ static int cpu_room(bank_push_sender_t *s, apr_pool_t *p)
     apr_uint64_t total = 0, idle = 0;
     apr_status_t rv;
 
-    if (s->cpu.at && now - s->cpu.at < BANK_PUSH_CPU_WINDOW) {
+    if (s->cpu.at && !due(now, s->cpu.at + BANK_PUSH_CPU_WINDOW, BANK_PUSH_CPU_WINDOW)) {
         return s->cpu.room;
     }
     if (apr_file_open(&f, s->h.cpu_stat ? s->h.cpu_stat : "/proc/stat", APR_FOPEN_READ,
@@ -457,7 +465,7 @@ static int rounds(bank_push_sender_t *s, apr_pool_t *p, apr_time_t start)
         apr_pool_clear(p);
         room = !s->h.spare_cpu || (cpu_room(s, p) && !webhook_busy());
         max = room ? BANK_PUSH_BATCH : BANK_PUSH_BATCH_LEAN;
-        if (!room && now_of(s) < s->next_lean) {
+        if (!room && !due(now_of(s), s->next_lean, BANK_PUSH_LEAN_GAP)) {
             n = max; /* not yet: the next tick looks again */
             break;
         }
@@ -483,14 +491,14 @@ void bank_push_sender_tick(bank_push_sender_t *s)
 
     apr_atomic_xchg32(&s->ticking, 1);
     if (apr_atomic_read32(&s->stopping) || (!s->h.send && !s->client) ||
-        (!apr_atomic_xchg32(&s->woken, 0) && start < s->next_poll)) {
+        (!apr_atomic_xchg32(&s->woken, 0) && !due(start, s->next_poll, BANK_PUSH_POLL))) {
         apr_atomic_xchg32(&s->ticking, 0);
         return;
     }
     s->next_poll = start + BANK_PUSH_POLL;
     apr_pool_create(&p, s->pool);
     room = rounds(s, p, start);
-    if (now_of(s) >= s->next_count) {
+    if (due(now_of(s), s->next_count, BANK_PUSH_COUNT_BUSY)) {
         /* a statement that reads every pending row: once a second is enough, and while
          * the webhook is flooded (its backlog growing by thousands a second) every
          * BANK_PUSH_COUNT_BUSY */

@@ -4,8 +4,8 @@
  * senders never hold one row; a lease that ended is taken over and the late outcome does not
  * count), each verdict's settling (sent, retried with backoff, given up when the attempts are
  * used, the device dropped), a claim or a settling that fails (nothing half done), a round
- * cut off by an exiting process, the exiting process's wait, the lean rounds under a flood
- * and the circuit breaker. */
+ * cut off by an exiting process, the exiting process's wait, the lean rounds under a flood,
+ * the clock set back and the circuit breaker. */
 #include <string.h>
 #include <unistd.h>
 #include <apr_atomic.h>
@@ -823,6 +823,52 @@ static void test_cpu_busy(apr_pool_t *p)
     ungated(p, &r);
 }
 
+/* The clock set back an hour (a step of NTP's) after a tick: the sender does not wait for it
+ * to catch up. Not woken, it polls at once and counts the backlog; the lean rounds' gap has
+ * passed; the CPUs are read again. */
+static void test_clock_back(apr_pool_t *p)
+{
+    apr_time_t later = T0 + apr_time_from_sec(7200), back = T0 + apr_time_from_sec(3600);
+    bank_notice_put_t *put;
+    apr_uint32_t empty = 0;
+    rig_t r;
+
+    if (!gated(p, &r, 0)) {
+        return;
+    }
+    r.h.last_empty = &empty;
+    r.f.clock = later;
+    rig_start(p, &r);
+    CHECK_STR(tick(p, &r, 1), "100,20");
+    put = fixture_notice(r.db, "REF-late", "W1", RECEIVED);
+    CHECK(bank_store_notice_put(r.db, put) == BANK_DB_OK && put->added);
+    r.f.clock = back;
+    CHECK_STR(tick(p, &r, 0), "3");
+    CHECK(empty == (apr_uint32_t)apr_time_sec(back));
+    ungated(p, &r);
+
+    if (!gated(p, &r, 10)) { /* the webhook busy: lean rounds */
+        return;
+    }
+    r.f.clock = later;
+    rig_start(p, &r);
+    metrics.notices_committing = BANK_PUSH_BUSY_NOTICES;
+    CHECK_STR(tick(p, &r, 1), "50");
+    r.f.clock = back;
+    CHECK_STR(tick(p, &r, 1), "50");
+    ungated(p, &r);
+
+    if (!gated(p, &r, 10)) { /* the CPUs idle at the reading before the step, busy after */
+        return;
+    }
+    r.f.clock = later;
+    rig_start(p, &r);
+    r.f.clock = back;
+    cpu_write(p, r.h.cpu_stat, 1100, 905);
+    CHECK_STR(tick(p, &r, 1), "50");
+    ungated(p, &r);
+}
+
 /* FCM answers nothing usable five rounds in a row: the breaker opens and rounds claim
  * nothing while it is; GET /health's "behind" from the shared block. */
 static void test_breaker(apr_pool_t *p)
@@ -876,6 +922,7 @@ static void run_tests(apr_pool_t *p)
     test_full_rounds(each);
     test_webhook_busy(each);
     test_cpu_busy(each);
+    test_clock_back(each);
     test_breaker(each);
     bank_metrics_share(NULL);
     apr_pool_destroy(each);
