@@ -76,8 +76,9 @@ apr_size_t bank_push_sender_shared_size(void);
 /* Lays out mem (bank_push_sender_shared_size bytes) and points h->breaker and h->last_empty
  * there; rows pending from now count from now. */
 void bank_push_sender_share(bank_push_sender_host *h, void *mem, apr_time_t now);
-/* 1 if rows are pending (the backlog last counted, bank_metrics.h) and none has been since
- * BANK_PUSH_BACKLOG_AGE: the sender is behind, or FCM unreachable (GET /health). */
+/* 1 if rows are pending (the backlog last counted, bank_metrics.h) and the outbox was last
+ * seen empty more than BANK_PUSH_BACKLOG_AGE seconds before now: the sender is behind, or FCM
+ * unreachable (GET /health). */
 int bank_push_sender_behind(const bank_push_sender_host *h, apr_time_t now);
 
 /* A sender in p (its state per process: made before httpd forks, each process has its own). */
