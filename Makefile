@@ -193,7 +193,7 @@ format:
 	    t/fuzz/*.h t/bench/*.c t/flood/*.c
 
 # cppcheck, clang-format and shellcheck (every script, warnings and notes alike); the tags,
-# the layers and the length of docs/benchmarks.md.
+# the layers, the length of docs/benchmarks.md and of every source file and function.
 lint:
 	cppcheck --quiet --error-exitcode=1 --enable=warning,performance,portability \
 	    --inline-suppr --suppress=missingIncludeSystem -Iinclude -It/fuzz -DLINUX -D_REENTRANT \
@@ -204,6 +204,7 @@ lint:
 	./scripts/check-tags
 	./scripts/check-layers
 	./scripts/check-docs
+	./scripts/check-size
 
 clean:
 	rm -rf $(BUILD) mod_bank/.libs mod_bank/*.lo mod_bank/*.slo mod_bank/*.o mod_bank.la \
