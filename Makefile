@@ -44,29 +44,31 @@ build: $(BUILD)/mod_bank.so $(BUILD)/bankctl
 # The core is compiled once per flavour into a static library that everything links: the
 # module, bankctl and the bench tools (libbank.a, position-independent, httpd's own CFLAGS),
 # the C unit tests (libbank-san.a, AddressSanitizer and UBSan) and the fuzzers (libbank-fuzz.a,
-# clang, fuzz build mode). Each object depends on every header: coarse, never stale.
+# clang, fuzz build mode). Each object depends on every header and on this
+# file: coarse, never stale.
 CORE_NAMES := $(notdir $(CORE_SRC:.c=.o))
 MOD_NAMES  := $(notdir $(MOD_SRC:.c=.o))
-HTTPD_CFLAGS = $$($(APXS) -q CFLAGS) $$($(APXS) -q EXTRA_CPPFLAGS) -I$$($(APXS) -q INCLUDEDIR)
+HTTPD_CFLAGS = $$($(APXS) -q CFLAGS) $$($(APXS) -q CPPFLAGS) $$($(APXS) -q EXTRA_CPPFLAGS) \
+               $$($(APXS) -q EXTRA_CFLAGS) -I$$($(APXS) -q INCLUDEDIR)
 SAN_FLAGS  := -fsanitize=address,undefined -fno-omit-frame-pointer
 FUZZ_FLAGS := -fsanitize=fuzzer-no-link,address,undefined -fno-sanitize-recover=undefined \
               -fno-omit-frame-pointer -DFUZZING_BUILD_MODE_UNSAFE_FOR_PRODUCTION
 
-$(BUILD)/obj/pic/%.o: mod_bank/%.c $(HEADERS)
+$(BUILD)/obj/pic/%.o: mod_bank/%.c $(HEADERS) Makefile
 	@mkdir -p $(@D)
 	@echo "CC $*"; $(CC) $(HTTPD_CFLAGS) -fPIC -pthread $(WARN) -Iinclude $(APR_INC) -c -o $@ $<
 
-$(BUILD)/obj/san/%.o: mod_bank/%.c $(HEADERS)
+$(BUILD)/obj/san/%.o: mod_bank/%.c $(HEADERS) Makefile
 	@mkdir -p $(@D)
 	@echo "CC san/$*"; $(CC) -O1 -g $(WARN) $(SAN_FLAGS) -Iinclude $(APR_INC) -c -o $@ $<
 
 # scrypt's plain C lanes (mod_bank/bank_scrypt.c), linked ahead of libbank-san.a's own.
-$(BUILD)/obj/san/bank_scrypt_portable.o: mod_bank/bank_scrypt.c $(HEADERS)
+$(BUILD)/obj/san/bank_scrypt_portable.o: mod_bank/bank_scrypt.c $(HEADERS) Makefile
 	@mkdir -p $(@D)
 	@echo "CC san/bank_scrypt_portable"; $(CC) -O2 -g $(WARN) $(SAN_FLAGS) -DBANK_SCRYPT_PORTABLE \
 	    -Iinclude $(APR_INC) -c -o $@ $<
 
-$(BUILD)/obj/fuzz/%.o: mod_bank/%.c $(HEADERS)
+$(BUILD)/obj/fuzz/%.o: mod_bank/%.c $(HEADERS) Makefile
 	@mkdir -p $(@D)
 	@echo "CC fuzz/$*"; $(FUZZ_CC) -O1 -g $(WARN) $(FUZZ_FLAGS) -Iinclude $(APR_INC) -c -o $@ $<
 

@@ -24,7 +24,7 @@
 #include <apr_file_info.h>
 #include <curl/curl.h>
 #include "bankctl.h"
-#include "check.h"
+#include "check_servers.h"
 #include "bank_idp.h"
 #include "bank_store.h"
 

@@ -11,7 +11,7 @@
 #include <apr_strings.h>
 #include <apr_lib.h>
 #include "bankctl.h"
-#include "check.h"
+#include "check_servers.h"
 
 #define CONF_MAX (1024 * 1024)
 #define INCLUDE_DEPTH 16

@@ -1,7 +1,7 @@
 /* bankctl check (check.c) and its reading of the httpd configuration (check_conf.c): what
  * they share, the servers found and what is being checked. */
-#ifndef BANKCTL_CHECK_H
-#define BANKCTL_CHECK_H
+#ifndef BANKCTL_CHECK_SERVERS_H
+#define BANKCTL_CHECK_SERVERS_H
 
 #include <stdio.h>
 #include <apr_tables.h>
