@@ -142,7 +142,7 @@ itest: build $(ITEST_BIN)
 JOBS ?= $(shell nproc 2>/dev/null || echo 2)
 test:
 	@$(MAKE) --no-print-directory deps
-	@$(MAKE) --no-print-directory -j$(JOBS) build $(UNIT_BIN) $(ITEST_BIN)
+	@$(MAKE) --no-print-directory -j$(JOBS) build $(sort $(UNIT_BIN) $(ITEST_BIN))
 	@$(MAKE) --no-print-directory unit itest
 
 run: deps build
