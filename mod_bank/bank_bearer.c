@@ -1,6 +1,7 @@
 /* Customer bearer tokens and the answers kept beside them (bank_bearer.h): the rules, with
  * what only the host has asked of bank_bearer_host. */
 #include <string.h>
+#include <openssl/crypto.h>
 #include <apr_hash.h>
 #include <apr_strings.h>
 #include "bank_bearer.h"
@@ -254,6 +255,15 @@ void bank_bearer_forget(bank_bearer_t *b, const char *id)
     }
 }
 
+/* 1 if the kept identity value equals the one sent, in time that does not depend on where
+ * they differ (their lengths are fixed by validation: a BVN, a date). */
+static int same_identity(const char *kept, const char *sent)
+{
+    apr_size_t n = kept ? strlen(kept) : 0;
+
+    return kept && sent && strlen(sent) == n && CRYPTO_memcmp(kept, sent, n) == 0;
+}
+
 int bank_bearer_answer_get(bank_bearer_t *b, const bank_bearer_host *h, void *baton, apr_pool_t *p,
                            apr_time_t max_age, const char *customer_id,
                            const bank_bvn_question_t *q, const char **text)
@@ -264,8 +274,8 @@ int bank_bearer_answer_get(bank_bearer_t *b, const bank_bearer_host *h, void *ba
         !bank_kept_get_fields(b->answers, p, h->scope(baton), customer_id, max_age, f)) {
         return 0;
     }
-    if (!f[A_BVN] || strcmp(f[A_BVN], q->bvn) != 0 || !f[A_DOB] || strcmp(f[A_DOB], q->dob) != 0 ||
-        !f[A_RULE] || strcmp(f[A_RULE], q->rule) != 0) {
+    if (!same_identity(f[A_BVN], q->bvn) || !same_identity(f[A_DOB], q->dob) || !f[A_RULE] ||
+        strcmp(f[A_RULE], q->rule) != 0) {
         /* Anything else sent for this customer is decided by the database, and the kept
          * answer goes at once: a guess that fails here may be counted toward BankBvnThrottle,
          * and no process should confirm a later guess before it hears of that count. */

@@ -296,6 +296,7 @@ static void test_answers(bank_db_t *db)
     bank_bvn_question_t q = {"22212345678", "1990-05-14", "rule-a"};
     bank_bvn_question_t dob = {"22212345678", "1990-05-15", "rule-a"};
     bank_bvn_question_t rule = {"22212345678", "1990-05-14", "rule-b"};
+    bank_bvn_question_t bvn = {"22212345679", "1990-05-14", "rule-a"};
     apr_time_t max_age = apr_time_from_sec(60);
     const char *text = NULL;
     apr_uint64_t epoch = 0;
@@ -317,6 +318,10 @@ static void test_answers(bank_db_t *db)
     CHECK(!bank_bearer_answer_get(b, &host, &f, p, max_age, "c1", &q, &text));
     /* another date of birth: the same */
     CHECK(bank_bearer_answer_epoch(b, &host, &f, 60, &epoch));
+    /* another BVN of the same length, differing in its last digit: not answered, and gone */
+    bank_bearer_answer_put(b, &scope, "c1", &q, "{\"a\":1}", fake_now(), epoch);
+    CHECK(!bank_bearer_answer_get(b, &host, &f, p, max_age, "c1", &bvn, &text));
+    CHECK(!bank_bearer_answer_get(b, &host, &f, p, max_age, "c1", &q, &text));
     bank_bearer_answer_put(b, &scope, "c1", &q, "{\"a\":2}", fake_now(), epoch);
     CHECK(!bank_bearer_answer_get(b, &host, &f, p, max_age, "c1", &dob, &text));
     CHECK(!bank_bearer_answer_get(b, &host, &f, p, max_age, "c1", &q, &text));
