@@ -48,8 +48,9 @@ build: $(BUILD)/mod_bank.so $(BUILD)/bankctl
 # file: coarse, never stale.
 CORE_NAMES := $(notdir $(CORE_SRC:.c=.o))
 MOD_NAMES  := $(notdir $(MOD_SRC:.c=.o))
-HTTPD_CFLAGS = $$($(APXS) -q CFLAGS) $$($(APXS) -q CPPFLAGS) $$($(APXS) -q EXTRA_CPPFLAGS) \
-               $$($(APXS) -q EXTRA_CFLAGS) -I$$($(APXS) -q INCLUDEDIR)
+# apxs's flags, asked once per make run when first needed (after make deps has installed apxs).
+HTTPD_CFLAGS = $(eval HTTPD_CFLAGS := $(shell for v in CFLAGS CPPFLAGS EXTRA_CPPFLAGS EXTRA_CFLAGS; \
+               do $(APXS) -q $$v; done) -I$(shell $(APXS) -q INCLUDEDIR))$(HTTPD_CFLAGS)
 SAN_FLAGS  := -fsanitize=address,undefined -fno-omit-frame-pointer
 FUZZ_FLAGS := -fsanitize=fuzzer-no-link,address,undefined -fno-sanitize-recover=undefined \
               -fno-omit-frame-pointer -DFUZZING_BUILD_MODE_UNSAFE_FOR_PRODUCTION
