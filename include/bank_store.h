@@ -182,8 +182,9 @@ bank_db_rc bank_store_onboard_read(bank_db_t *db, const char *customer_id, const
 /* The next account serial (1, 2, ...), shared by every process. */
 bank_db_rc bank_store_account_serial_next(bank_db_t *db, const char *now, apr_int64_t *serial);
 /* A verified personal NGN account with balance 0: id, customer_id, bank_name,
- * bank_account_id, account_name, account_number, created_at and updated_at of a. */
-bank_db_rc bank_store_account_insert(bank_db_t *db, const bank_account_t *a);
+ * bank_account_id, account_name, account_number, created_at and updated_at of a; the row as
+ * stored in *out (NULL: not wanted), in the same round trip. */
+bank_db_rc bank_store_account_insert(bank_db_t *db, const bank_account_t *a, bank_account_t *out);
 
 /* ---- identity keys and sealing in batches (bank_store_identity.c) ---- */
 

@@ -99,14 +99,19 @@ typedef struct {
     bank_onboard_t *st;
     const bank_onboard_bank_t *bank;
     const char *account_name;
-    const char *step; /* the write being done: "referral" is the one worth another try */
+    const char *step;           /* the write being done: "referral" is the one worth another try */
+    const char *referral, *now; /* what the customer's row was given */
 } attempt_t;
 
 static const char step_referral[] = "referral";
 
-/* The writes of a first verification. */
-static bank_db_rc write_account(bank_db_t *db, attempt_t *a)
+/* The writes of a first verification, in one transaction. Nothing is read again first: the
+ * customer's row changes only while it has no BVN, and a BVN is held by one customer (a
+ * unique key), so a concurrent request that came first makes a write fail, and the state read
+ * after the rollback says who won. The account as stored goes to st->account. */
+static bank_db_rc attempt(bank_db_t *db, void *baton)
 {
+    attempt_t *a = baton;
     apr_pool_t *p = bank_db_pool(db);
     const char *now = bank_time_iso(p, apr_time_now()), *referral = bank_referral_code(p);
     bank_account_t acct;
@@ -121,6 +126,8 @@ static bank_db_rc write_account(bank_db_t *db, attempt_t *a)
     if (!referral || !acct.id || !acct.bank_account_id) {
         return bank_db_fail(db, "no randomness for the referral code or ids");
     }
+    a->referral = referral;
+    a->now = now;
     a->step = step_referral;
     if ((rc = bank_store_customer_set_bvn(db, a->st->customer_id, a->st->bvn, referral, now,
                                           &changed)) != BANK_DB_OK) {
@@ -141,29 +148,13 @@ static bank_db_rc write_account(bank_db_t *db, attempt_t *a)
     acct.bank_name = a->bank->name;
     acct.account_name = a->account_name;
     acct.created_at = acct.updated_at = now;
-    if ((rc = bank_store_account_insert(db, &acct)) != BANK_DB_OK || !a->st->kept.bvn) {
+    if ((rc = bank_store_account_insert(db, &acct, &a->st->account)) != BANK_DB_OK ||
+        !a->st->kept.bvn) {
         return rc;
     }
     /* What the provider confirmed, so a repeat is answered without another paid call. */
     a->step = "record";
     return bank_store_bvn_record_keep(db, &a->st->kept, a->st->provider->source, now);
-}
-
-/* Inside the transaction: decide again on what it sees (a concurrent request may have won
- * since), then write. Nothing to write: roll back, no error. */
-static bank_db_rc attempt(bank_db_t *db, void *baton)
-{
-    attempt_t *a = baton;
-    bank_db_rc rc;
-
-    a->step = "state";
-    if ((rc = bank_onboard_state(db, a->st)) != BANK_DB_OK) {
-        return rc;
-    }
-    if (a->st->verdict != BANK_ONBOARD_OPEN) {
-        return BANK_DB_ROLLBACK;
-    }
-    return write_account(db, a);
 }
 
 /* A step that failed on the database, logged where it failed (the customer, never the BVN);
@@ -176,23 +167,31 @@ static bank_db_rc failed(bank_db_t *db, const bank_onboard_t *st, bank_db_rc rc,
     return rc;
 }
 
+/* The customer as the committed writes left them: their row as read before, with the BVN,
+ * the referral code and the time written; verified, with the account as stored. */
+static void opened(bank_onboard_t *st, const attempt_t *a)
+{
+    st->customer.bvn = st->bvn;
+    st->customer.referral_code = a->referral;
+    st->customer.updated_at = a->now;
+    st->verdict = BANK_ONBOARD_DONE;
+    st->opened = 1;
+}
+
 /* Opens the account, or finds that another request did. */
 static bank_db_rc open_account(bank_db_t *db, bank_onboard_t *st, const bank_onboard_bank_t *bank,
                                const char *account_name)
 {
-    attempt_t a = {st, bank, account_name, NULL};
+    attempt_t a = {st, bank, account_name, NULL, NULL, NULL};
     bank_db_rc rc;
 
     st->opening = 1;
     for (;;) {
         const char *err;
         a.step = "begin";
-        rc = bank_db_transaction(db, attempt, &a);
-        if (rc == BANK_DB_OK && st->verdict != BANK_ONBOARD_OPEN) {
-            return BANK_DB_OK; /* settled inside the transaction: someone else was first */
-        }
-        if (rc == BANK_DB_OK) {
-            break;
+        if ((rc = bank_db_transaction(db, attempt, &a)) == BANK_DB_OK) {
+            opened(st, &a);
+            return BANK_DB_OK;
         }
         /* Rolled back. A unique key may have lost a race that the state now shows; a busy
          * database lost none (and a commit that waited too long for a standby shows the
@@ -210,11 +209,6 @@ static bank_db_rc open_account(bank_db_t *db, bank_onboard_t *st, const bank_onb
         }
         st->retries++;
     }
-    st->opened = 1;
-    if ((rc = bank_onboard_state(db, st)) != BANK_DB_OK) {
-        return failed(db, st, rc, "reading the new account");
-    }
-    return BANK_DB_OK;
 }
 
 /* The record matched: a success clears the customer's count, a taken BVN leaves it; either

@@ -92,11 +92,14 @@ const bank_stmt_t bank_store_customer_sql[] = {
     /* serial_cols. */
     {"bank_account_serial_next",
      "INSERT INTO account_serials (created_at) VALUES (%pDz) RETURNING serial"},
+    /* account_cols: the row as stored, so that the answer shows what a read would. */
     {"bank_account_insert",
      "INSERT INTO accounts (id, customer_id, account_type, balance_minor, currency, status,"
      " bank_name, verified, bank_account_id, account_name, account_number, created_at,"
      " updated_at) VALUES ({uuid}, {uuid}, 'personal', 0, 'NGN', 'bvn_verified', %s, TRUE, %s,"
-     " %s, %s, %pDz, %pDz)"},
+     " %s, %s, %pDz, %pDz) RETURNING id, customer_id, account_type, balance_minor, currency,"
+     " status, bank_name, verified, bank_account_id, account_name, account_number, created_at,"
+     " updated_at"},
     {NULL, NULL}};
 /* clang-format on */
 
@@ -169,6 +172,11 @@ static const bank_col_t onboard_cols[] = {CUSTOMER_COLS(C) ACCOUNT_COLS(A)
 #undef C
 #undef A
 #undef R
+
+/* An account alone (bank_account_insert's RETURNING). */
+#define A(kind, field) BANK_COL(kind, bank_account_t, field),
+static const bank_col_t account_cols[] = {ACCOUNT_COLS(A) BANK_COL_LAST};
+#undef A
 
 /* bank_bvn_owner's row. */
 typedef struct {
@@ -573,9 +581,13 @@ bank_db_rc bank_store_account_serial_next(bank_db_t *db, const char *now, apr_in
     return rc == BANK_DB_NOT_FOUND ? bank_db_fail(db, "the serial insert returned no row") : rc;
 }
 
-bank_db_rc bank_store_account_insert(bank_db_t *db, const bank_account_t *a)
+bank_db_rc bank_store_account_insert(bank_db_t *db, const bank_account_t *a, bank_account_t *out)
 {
     const char *args[] = {a->id,           a->customer_id,    a->bank_name,  a->bank_account_id,
                           a->account_name, a->account_number, a->created_at, a->updated_at};
-    return bank_db_exec(db, "bank_account_insert", NULL, BANK_NARGS(args), args);
+    bank_account_t row;
+    bank_db_rc rc = bank_db_row(db, "bank_account_insert", BANK_NARGS(args), args, account_cols,
+                                out ? out : &row, sizeof(row));
+
+    return rc == BANK_DB_NOT_FOUND ? bank_db_fail(db, "the account insert returned no row") : rc;
 }

@@ -168,7 +168,7 @@ static __attribute__((unused)) void fixture_account(bank_db_t *db, const bank_cu
     a.account_name = "ADA OBI";
     a.account_number = apr_psprintf(p, "%010d", (getpid() * 100 + ++fixture_seq) % 1000000000);
     a.created_at = a.updated_at = "2000-01-01T00:00:00.000Z";
-    CHECK(bank_store_account_insert(db, &a) == BANK_DB_OK);
+    CHECK(bank_store_account_insert(db, &a, NULL) == BANK_DB_OK);
 }
 
 /* A fresh 11-digit BVN with an identity record. */

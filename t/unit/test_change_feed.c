@@ -392,7 +392,7 @@ static void test_answers_with_db(bank_db_t *db)
     acct.account_number = apr_psprintf(p, "%010ld", (long)(apr_time_now() % 1000000000));
     acct.created_at = acct.updated_at = "2026-11-26T10:00:00.000Z";
     answer(a, one.id);
-    CHECK(bank_store_account_insert(app, &acct) == BANK_DB_OK);
+    CHECK(bank_store_account_insert(app, &acct, NULL) == BANK_DB_OK);
     at += step;
     CHECK(bank_change_feed_read(f, db, at) == BANK_DB_OK);
     CHECK(!answered(a, p, two.id));

@@ -65,7 +65,7 @@ static void test_big_batch(bank_db_t *db)
     a.account_name = "ADA OBI";
     a.account_number = apr_psprintf(p, "%010d", (getpid() * 100 + seq) % 1000000000);
     a.created_at = a.updated_at = "2026-11-23T10:00:00.000Z";
-    CHECK(bank_store_account_insert(db, &a) == BANK_DB_OK);
+    CHECK(bank_store_account_insert(db, &a, NULL) == BANK_DB_OK);
     for (i = 0; i < 70; i++) {
         puts[i] = put_of(db, apr_psprintf(p, "%s%02d", pre, i < 67 ? i : i - 67));
     }
