@@ -88,8 +88,8 @@ bank_db_rc bank_onboard_state(bank_db_t *db, bank_onboard_t *st);
  * the customer's mismatch counter (past the limit every attempt is refused, right or
  * wrong: st->throttled) and the identity record (st->record, the date of birth given as
  * YYYY-MM-DD; a mismatch is counted); a match clears the counter (a taken BVN leaves it),
- * throttled if the limit was reached meanwhile; then, for a BVN that is free, the account
- * opened in one transaction of writes only (a request that won meanwhile makes one of them
+ * throttled if the limit was reached meanwhile; for a BVN that is free, the clear and the
+ * account opened in one transaction of writes only (a request that won meanwhile makes one of them
  * fail; the state read after the rollback says so), retried when a referral code was taken;
  * the answer is the customer as read with the writes applied, and the account as stored.
  * BANK_DB_OK with the settled verdict; a failure is logged here with its step (bank_log.h),

@@ -97,6 +97,7 @@ static bank_db_rc check_record(bank_db_t *db, bank_onboard_t *st, const char *do
 /* One attempt's work inside the transaction. */
 typedef struct {
     bank_onboard_t *st;
+    const bank_counter_t *counter;
     const bank_onboard_bank_t *bank;
     const char *account_name;
     const char *step;           /* the write being done: "referral" is the one worth another try */
@@ -105,10 +106,14 @@ typedef struct {
 
 static const char step_referral[] = "referral";
 
-/* The writes of a first verification, in one transaction. Nothing is read again first: the
- * customer's row changes only while it has no BVN, and a BVN is held by one customer (a
- * unique key), so a concurrent request that came first makes a write fail, and the state read
- * after the rollback says who won. The account as stored goes to st->account. */
+/* The writes of a first verification, in one transaction. First the customer's mismatch count
+ * is taken (cleared, and what it held read): if the limit was reached meanwhile (wrong
+ * attempts at the same moment) nothing is written and the count stays; on PostgreSQL a
+ * mismatch counted after the take waits for this commit, so none slips between. Nothing is
+ * read again: the customer's row changes only while it has no BVN, and a BVN is held by one
+ * customer (a unique key), so a concurrent request that came first makes a write fail, and
+ * the state read after the rollback says who won. The account as stored goes to
+ * st->account. */
 static bank_db_rc attempt(bank_db_t *db, void *baton)
 {
     attempt_t *a = baton;
@@ -119,6 +124,13 @@ static bank_db_rc attempt(bank_db_t *db, void *baton)
     bank_db_rc rc;
     int changed = 0;
 
+    a->step = "throttle clear";
+    if ((rc = bank_counter_take(db, a->counter, &a->st->count)) != BANK_DB_OK) {
+        return rc;
+    }
+    if ((a->st->throttled = a->st->count.over)) {
+        return BANK_DB_ROLLBACK;
+    }
     memset(&acct, 0, sizeof(acct));
     acct.id = bank_uuid4(p);
     acct.bank_account_id = bank_uuid4(p);
@@ -179,10 +191,10 @@ static void opened(bank_onboard_t *st, const attempt_t *a)
 }
 
 /* Opens the account, or finds that another request did. */
-static bank_db_rc open_account(bank_db_t *db, bank_onboard_t *st, const bank_onboard_bank_t *bank,
-                               const char *account_name)
+static bank_db_rc open_account(bank_db_t *db, bank_onboard_t *st, const bank_counter_t *counter,
+                               const bank_onboard_bank_t *bank, const char *account_name)
 {
-    attempt_t a = {st, bank, account_name, NULL, NULL, NULL};
+    attempt_t a = {st, counter, bank, account_name, NULL, NULL, NULL};
     bank_db_rc rc;
 
     st->opening = 1;
@@ -190,7 +202,9 @@ static bank_db_rc open_account(bank_db_t *db, bank_onboard_t *st, const bank_onb
         const char *err;
         a.step = "begin";
         if ((rc = bank_db_transaction(db, attempt, &a)) == BANK_DB_OK) {
-            opened(st, &a);
+            if (!st->throttled) {
+                opened(st, &a);
+            }
             return BANK_DB_OK;
         }
         /* Rolled back. A unique key may have lost a race that the state now shows; a busy
@@ -213,15 +227,17 @@ static bank_db_rc open_account(bank_db_t *db, bank_onboard_t *st, const bank_onb
 
 /* The record matched: a success clears the customer's count, a taken BVN leaves it; either
  * way, if the limit was reached meanwhile (wrong attempts at the same moment), throttled: a
- * right answer hidden in a flood of wrong ones is not revealed. */
+ * right answer hidden in a flood of wrong ones is not revealed. A free BVN's count is taken
+ * in the account's transaction (attempt). */
 static bank_db_rc settle_count(bank_db_t *db, bank_onboard_t *st, const bank_counter_t *c)
 {
     bank_db_rc rc;
 
     /* A verified customer sending their BVN again with no failure counted: nothing to clear,
      * and the read path stays a read (no write transaction, no commit to wait for). */
-    if (st->verdict == BANK_ONBOARD_DONE && st->count.failures == 0) {
-        st->throttled = 0;
+    st->throttled = 0;
+    if ((st->verdict == BANK_ONBOARD_DONE && st->count.failures == 0) ||
+        st->verdict == BANK_ONBOARD_OPEN) {
         return BANK_DB_OK;
     }
     rc = st->verdict == BANK_ONBOARD_TAKEN ? bank_counter_check(db, c, &st->count)
@@ -275,5 +291,6 @@ bank_db_rc bank_onboard(bank_db_t *db, bank_onboard_t *st, const char *dob,
     if (st->throttled) {
         return BANK_DB_OK;
     }
-    return st->verdict == BANK_ONBOARD_OPEN ? open_account(db, st, bank, account_name) : BANK_DB_OK;
+    return st->verdict == BANK_ONBOARD_OPEN ? open_account(db, st, &counter, bank, account_name)
+                                            : BANK_DB_OK;
 }

@@ -209,9 +209,9 @@ static void test_read_path(bank_db_t *db)
     bvn = fixture_verifiable(db, "Chidi", "Nwosu", "1975-02-02", &c);
     before = bank_db_statements(db);
     CHECK(run(db, &st, c.id, bvn, "1975-02-02") == BANK_ONBOARD_DONE && st.opened);
-    /* A first verification: the state and the BVN's holder, the count cleared, then the
-     * transaction's writes (the BVN, a serial, the account returned as stored); nothing is
-     * read again inside it or after it. */
+    /* A first verification: the state and the BVN's holder, then one transaction: the count
+     * taken, the BVN, a serial, the account returned as stored; nothing is read again inside
+     * it or after it. */
     CHECK(bank_db_statements(db) - before == 6);
     first = st;
     account = st.account.id;
@@ -309,6 +309,59 @@ static const char *kept(bank_db_t *db, const char *bvn)
                        "|", k.checked_at ? "checked" : "unchecked", (char *)NULL);
 }
 
+/* A provider that, while it is asked, lets the customer's mismatches reach the limit (wrong
+ * attempts at the same moment as a right one). */
+typedef struct {
+    bank_db_t *db;
+    bank_counter_t counter;
+} flood_provider;
+
+static bank_record_verdict flood_ask(void *baton, const char *bvn, const char *dob,
+                                     const bank_customer_t *customer, const char **first,
+                                     const char **last)
+{
+    flood_provider *f = baton;
+    bank_count_t out;
+    int i;
+
+    (void)bvn;
+    (void)dob;
+    for (i = 0; i < 3; i++) {
+        CHECK(bank_counter_fail(f->db, &f->counter, &out) == BANK_DB_OK);
+    }
+    *first = customer->first_name;
+    *last = customer->last_name;
+    return BANK_RECORD_OK;
+}
+
+/* A right answer whose customer reached the limit between the state read and the account's
+ * transaction is refused there: nothing written, the count kept. */
+static void test_limit_meanwhile(bank_db_t *db)
+{
+    apr_pool_t *p = bank_db_pool(db);
+    flood_provider f;
+    bank_onboard_provider_t provider = {flood_ask, &f, "dojah", NULL};
+    bank_customer_t c;
+    bank_onboard_t st;
+    bank_count_t count;
+    const char *bvn = apr_psprintf(p, "6%010d", ++fixture_seq);
+
+    fixture_customer(db, "Bisi", "Ola", "pw", &c);
+    memset(&f, 0, sizeof(f));
+    f.db = db;
+    f.counter.table = BANK_COUNTS_SHARED;
+    f.counter.scope = "bvn";
+    f.counter.subject = c.id;
+    f.counter.attempts = 3;
+    f.counter.window = 86400;
+    f.counter.now = apr_time_now();
+    CHECK(run_provider(db, &st, &provider, c.id, bvn, "1991-01-01") == BANK_ONBOARD_OPEN);
+    CHECK(st.throttled && !st.opened && st.count.failures == 3);
+    CHECK(bank_counter_check(db, &f.counter, &count) == BANK_DB_OK && count.failures == 3);
+    CHECK_STR(kept(db, bvn), "");
+    CHECK(bank_store_customer_by_id(db, c.id, &c) == BANK_DB_OK && c.bvn == NULL);
+}
+
 static void test_provider(bank_db_t *db)
 {
     apr_pool_t *p = bank_db_pool(db);
@@ -365,6 +418,7 @@ static void all(bank_db_t *db)
     test_throttle(db);
     test_read_path(db);
     test_provider(db);
+    test_limit_meanwhile(db);
 }
 
 static void run_tests(apr_pool_t *p)
