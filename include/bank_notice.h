@@ -40,9 +40,16 @@ typedef struct {
  * other fields are NULL when absent, and type-checked when present. Values live in p. */
 bank_notice_t *bank_notice_read(apr_pool_t *p, json_object *body, apr_array_header_t *errs);
 
-/* 1 if given is the hex (either case) HMAC-SHA-256 or -512 (bits) of data[0..len) under
- * key, compared in constant time; 0 otherwise, also for a NULL or garbled given. */
-int bank_notice_signature_ok(int bits, const char *key, const void *data, apr_size_t len,
+/* A partner's HMAC-SHA-256 or -512 (bits) key, made ready once, at configuration, so that no
+ * check looks anything up: NULL for other bits, a NULL or empty key, or if OpenSSL cannot.
+ * Its OpenSSL state is freed with p. Made from one thread; then any number of threads may
+ * check with it at once. */
+typedef struct bank_notice_key_s bank_notice_key_t;
+bank_notice_key_t *bank_notice_key_make(apr_pool_t *p, int bits, const char *key);
+
+/* 1 if given is the hex (either case) HMAC of data[0..len) under k, compared in constant
+ * time; 0 otherwise, also for a NULL k, a NULL or garbled given. */
+int bank_notice_signature_ok(const bank_notice_key_t *k, const void *data, apr_size_t len,
                              const char *given);
 
 #endif

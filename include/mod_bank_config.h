@@ -8,8 +8,7 @@
 #include <apr_tables.h>
 #include "mod_bank_verify.h"
 #include "bank_idp.h"
-
-typedef enum { BANK_HMAC_NONE = 0, BANK_HMAC_SHA256, BANK_HMAC_SHA512 } bank_hmac_alg;
+#include "bank_notice.h"
 
 /* Per-directory configuration. Unset fields hold BANK_UNSET / NULL and are merged the httpd
  * way (the more specific <Location> wins); handlers read them through the getters below,
@@ -33,13 +32,12 @@ typedef struct {
     const char *account_bank_code;       /* BankAccountBankCode */
     apr_array_header_t *webhook_secrets; /* BankWebhookSecret: const char * */
     const char *sig_header;              /* BankWebhookSignature */
-    bank_hmac_alg sig_alg;
-    const char *sig_key;
-    const char *partner;    /* BankWebhookPartner */
-    int sig_set;            /* BankWebhookSignature given here */
-    int idp_kind;           /* BankBvnProvider: a bank_idp_kind, or BANK_UNSET */
-    const char *idp_url;    /* its BASE-URL (NULL: the provider's own) */
-    const char *idp_app_id; /* BankBvnProviderCredentials */
+    const bank_notice_key_t *sig_key;    /* its algorithm and key, made ready once */
+    const char *partner;                 /* BankWebhookPartner */
+    int sig_set;                         /* BankWebhookSignature given here */
+    int idp_kind;                        /* BankBvnProvider: a bank_idp_kind, or BANK_UNSET */
+    const char *idp_url;                 /* its BASE-URL (NULL: the provider's own) */
+    const char *idp_app_id;              /* BankBvnProviderCredentials */
     const char *idp_secret;
     int idp_timeout;           /* BankBvnProviderTimeout, seconds */
     bank_verifier_t *verifier; /* BankPasswordVerifyConcurrency; NULL: the default */

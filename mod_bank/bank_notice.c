@@ -6,7 +6,7 @@
 #include <apr_strings.h>
 #include <openssl/crypto.h>
 #include <openssl/evp.h>
-#include <openssl/hmac.h>
+#include <openssl/params.h>
 #include "bank_json.h"
 #include "bank_notice.h"
 #include "bank_encoding.h"
@@ -159,26 +159,78 @@ bank_notice_t *bank_notice_read(apr_pool_t *p, json_object *body, apr_array_head
     return errs->nelts == before ? n : NULL;
 }
 
-int bank_notice_signature_ok(int bits, const char *key, const void *data, apr_size_t len,
-                             const char *given)
+/* The partner's key, made once: the HMAC algorithm and the digest fetched and the key set in
+ * keyed, which each check copies (EVP_MAC_CTX_dup only reads it, so the threads of a process
+ * share it); nothing is looked up per notice. OpenSSL's one-shot HMAC() fetches the MAC and
+ * the digest again on every call, through the provider store's process-wide lock. */
+struct bank_notice_key_s {
+    EVP_MAC_CTX *keyed;
+    size_t maclen;
+};
+
+static apr_status_t free_key(void *data)
 {
-    const EVP_MD *md = bits == 512 ? EVP_sha512() : bits == 256 ? EVP_sha256() : NULL;
-    unsigned char mac[EVP_MAX_MD_SIZE], got[EVP_MAX_MD_SIZE];
-    unsigned int maclen = 0, i;
+    bank_notice_key_t *k = data;
+
+    EVP_MAC_CTX_free(k->keyed); /* OpenSSL wipes the key state it holds */
+    k->keyed = NULL;
+    return APR_SUCCESS;
+}
+
+bank_notice_key_t *bank_notice_key_make(apr_pool_t *p, int bits, const char *key)
+{
+    const char *digest = bits == 512 ? "SHA512" : "SHA256";
+    OSSL_PARAM params[] = {OSSL_PARAM_construct_utf8_string("digest", (char *)digest, 0),
+                           OSSL_PARAM_construct_end()};
+    EVP_MAC *mac =
+        (bits == 256 || bits == 512) && key && *key ? EVP_MAC_fetch(NULL, "HMAC", NULL) : NULL;
+    EVP_MAC_CTX *c = mac ? EVP_MAC_CTX_new(mac) : NULL;
+    bank_notice_key_t *k;
+
+    EVP_MAC_free(mac); /* the context holds its own reference */
+    if (!c || !EVP_MAC_init(c, (const unsigned char *)key, strlen(key), params)) {
+        EVP_MAC_CTX_free(c);
+        return NULL;
+    }
+    k = apr_pcalloc(p, sizeof(*k));
+    k->keyed = c;
+    k->maclen = EVP_MAC_CTX_get_mac_size(c);
+    apr_pool_cleanup_register(p, k, free_key, apr_pool_cleanup_null);
+    return k;
+}
+
+/* given as maclen bytes, into got; 0 if a character is not a hex digit. Every character is
+ * read whatever the others are. */
+static int unhex(const char *given, unsigned char *got, size_t maclen)
+{
+    size_t i;
     int bad = 0;
 
-    if (!md || !key || !given || !HMAC(md, key, (int)strlen(key), data, len, mac, &maclen)) {
-        return 0;
-    }
-    /* The length is public (it follows from the algorithm); the content is compared in full. */
-    if (strlen(given) != 2 * (apr_size_t)maclen) {
-        return 0;
-    }
     for (i = 0; i < maclen; i++) {
         int hi = bank_hex_digit((unsigned char)given[2 * i]),
             lo = bank_hex_digit((unsigned char)given[2 * i + 1]);
         bad |= hi < 0 || lo < 0;
         got[i] = (unsigned char)(((hi & 0xf) << 4) | (lo & 0xf));
     }
-    return !bad && CRYPTO_memcmp(got, mac, maclen) == 0;
+    return !bad;
+}
+
+int bank_notice_signature_ok(const bank_notice_key_t *k, const void *data, apr_size_t len,
+                             const char *given)
+{
+    unsigned char mac[EVP_MAX_MD_SIZE], got[EVP_MAX_MD_SIZE];
+    size_t maclen = 0;
+    EVP_MAC_CTX *c;
+    int ok;
+
+    /* The length is public (it follows from the algorithm); the content is compared in full. */
+    if (!k || !k->keyed || !given || strlen(given) != 2 * k->maclen || k->maclen > sizeof(mac)) {
+        return 0;
+    }
+    c = EVP_MAC_CTX_dup(k->keyed);
+    ok = c && EVP_MAC_update(c, data, len) && EVP_MAC_final(c, mac, &maclen, sizeof(mac)) &&
+         maclen == k->maclen;
+    EVP_MAC_CTX_free(c);
+    ok = unhex(given, got, k->maclen) & ok;
+    return ok && CRYPTO_memcmp(got, mac, k->maclen) == 0;
 }

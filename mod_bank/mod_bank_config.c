@@ -113,12 +113,10 @@ void *bank_merge_dir_conf(apr_pool_t *p, void *basev, void *addv)
     if (add->sig_set) {
         m->sig_set = 1;
         m->sig_header = add->sig_header;
-        m->sig_alg = add->sig_alg;
         m->sig_key = add->sig_key;
     } else {
         m->sig_set = base->sig_set;
         m->sig_header = base->sig_header;
-        m->sig_alg = base->sig_alg;
         m->sig_key = base->sig_key;
     }
     return m;

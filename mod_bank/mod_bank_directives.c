@@ -15,6 +15,7 @@
 #include "bank_nuban.h"
 #include "bank_validate.h"
 #include "bank_idp.h"
+#include "bank_notice.h"
 #include "bank_sign_in.h"
 #include "mod_bank_push.h"
 #include "bank_push.h"
@@ -142,7 +143,7 @@ static const char *read_hmac_key(cmd_parms *cmd, const char *path, const char **
     if (n && buf[n - 1] == '\r') {
         buf[--n] = '\0';
     }
-    *key = apr_pstrmemdup(cmd->pool, buf, n);
+    *key = apr_pstrmemdup(cmd->temp_pool, buf, n); /* wiped by the caller */
     OPENSSL_cleanse(buf, sizeof(buf));
     return NULL;
 }
@@ -279,31 +280,38 @@ static const char *set_partner(cmd_parms *cmd, void *cfg, const char *arg)
     return err;
 }
 
+/* HEADER sha256|sha512 KEY|file:PATH. The key is made ready for OpenSSL here, once (no
+ * request looks the algorithm up); a key read from a file is wiped once it is. */
 static const char *set_signature(cmd_parms *cmd, void *cfg, const char *header, const char *alg,
                                  const char *key)
 {
     bank_dir_conf *c = cfg;
     const char *err = check_name(cmd, header, 64, NAME_HEADER);
+    int bits = !strcasecmp(alg, "sha256") ? 256 : !strcasecmp(alg, "sha512") ? 512 : 0;
+    int from_file = !strncmp(key, HMAC_KEY_FILE, strlen(HMAC_KEY_FILE));
+
     if (err) {
         return err;
     }
-    if (!strcasecmp(alg, "sha256")) {
-        c->sig_alg = BANK_HMAC_SHA256;
-    } else if (!strcasecmp(alg, "sha512")) {
-        c->sig_alg = BANK_HMAC_SHA512;
-    } else {
+    if (!bits) {
         return apr_psprintf(cmd->pool, "%s: the algorithm must be sha256 or sha512, got '%s'",
                             cmd->cmd->name, alg);
     }
-    if (!strncmp(key, HMAC_KEY_FILE, strlen(HMAC_KEY_FILE)) &&
-        (err = read_hmac_key(cmd, key + strlen(HMAC_KEY_FILE), &key)) != NULL) {
+    if (from_file && (err = read_hmac_key(cmd, key + strlen(HMAC_KEY_FILE), &key)) != NULL) {
         return err;
     }
-    if ((err = check_hmac_key(cmd, key)) != NULL) {
+    if ((err = check_hmac_key(cmd, key)) == NULL &&
+        (c->sig_key = bank_notice_key_make(cmd->pool, bits, key)) == NULL) {
+        err = apr_psprintf(cmd->pool, "%s: OpenSSL cannot make an HMAC-SHA-%d key", cmd->cmd->name,
+                           bits);
+    }
+    if (from_file) {
+        OPENSSL_cleanse((char *)key, strlen(key));
+    }
+    if (err) {
         return err;
     }
     c->sig_header = apr_pstrdup(cmd->pool, header);
-    c->sig_key = apr_pstrdup(cmd->pool, key);
     c->sig_set = 1;
     return NULL;
 }

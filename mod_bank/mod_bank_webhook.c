@@ -63,8 +63,7 @@ static int check_signature(request_rec *r, const bank_dir_conf *conf, const char
         return OK;
     }
     given = apr_table_get(r->headers_in, conf->sig_header);
-    if (!bank_notice_signature_ok(conf->sig_alg == BANK_HMAC_SHA512 ? 512 : 256, conf->sig_key, raw,
-                                  len, given)) {
+    if (!bank_notice_signature_ok(conf->sig_key, raw, len, given)) {
         ap_log_rerror(APLOG_MARK, APLOG_INFO, 0, r,
                       BANKLOGNO(0703) "payment notice refused: %s %s header",
                       given ? "wrong" : "no", conf->sig_header);

@@ -4,6 +4,7 @@
 
 #include <apr_lib.h>
 #include <apr_strings.h>
+#include <apr_thread_proc.h>
 
 #include "bank_json.h"
 #include "bank_notice.h"
@@ -27,9 +28,14 @@
     "{" envelope "\"data\":{\"amount\":" amount ",\"charges\":" charges "," DATA_FIELDS extra "}}"
 #define PAYMENTS "\"service\":\"payments\",\"type\":\"fund_transfer\","
 
-static int sig(int bits, const char *given)
+/* HMAC-SHA-256 of DATA under "Jeff", the key one letter off. */
+#define SHA256_JEFF "b756ec8c1f600eb277ee3f04163f581bd1c7e361f34a0727ad79c844ffc4bb83"
+
+static const bank_notice_key_t *k256, *k512;
+
+static int sig(const bank_notice_key_t *k, const char *given)
 {
-    return bank_notice_signature_ok(bits, KEY, DATA, strlen(DATA), given);
+    return bank_notice_signature_ok(k, DATA, strlen(DATA), given);
 }
 
 static void test_signature(apr_pool_t *p)
@@ -39,22 +45,82 @@ static void test_signature(apr_pool_t *p)
     for (c = upper; *c; c++) {
         *c = (char)apr_toupper(*c);
     }
-    CHECK(sig(256, SHA256));
-    CHECK(sig(512, SHA512));
-    CHECK(sig(512, upper));
-    CHECK(!sig(256, SHA512));
-    CHECK(!sig(512, SHA256));
-    CHECK(!sig(512, NULL));
-    CHECK(!sig(512, ""));
-    CHECK(!sig(512, apr_pstrndup(p, SHA512, 127)));      /* short */
-    CHECK(!sig(512, apr_pstrcat(p, SHA512, "0", NULL))); /* long */
+    k256 = bank_notice_key_make(p, 256, KEY);
+    k512 = bank_notice_key_make(p, 512, KEY);
+    CHECK(k256 && k512);
+    CHECK(sig(k256, SHA256));
+    CHECK(sig(k256, SHA256)); /* the made key is copied, not used up */
+    CHECK(sig(k512, SHA512));
+    CHECK(sig(k512, upper));
+    CHECK(sig(k512, SHA512));
+    CHECK(!sig(k256, SHA512));
+    CHECK(!sig(k512, SHA256));
+    CHECK(!sig(k512, NULL));
+    CHECK(!sig(k512, ""));
+    CHECK(!sig(k512, apr_pstrndup(p, SHA512, 127)));      /* short */
+    CHECK(!sig(k512, apr_pstrcat(p, SHA512, "0", NULL))); /* long */
+    CHECK(!sig(k256, apr_pstrcat(p, SHA256, SHA256, NULL)));
     /* same length, one character not hex, or one digit changed */
-    CHECK(!sig(256, "zbdcc146bf60754e6a042426089575c75a003f089d2739839dec58b964ec3843"));
-    CHECK(!sig(256, "5bdcc146bf60754e6a042426089575c75a003f089d2739839dec58b964ec3844"));
-    CHECK(!sig(256, " bdcc146bf60754e6a042426089575c75a003f089d2739839dec58b964ec3843"));
-    CHECK(!sig(384, SHA256));
-    CHECK(!bank_notice_signature_ok(256, "Jeff", DATA, strlen(DATA), SHA256));
-    CHECK(!bank_notice_signature_ok(256, KEY, DATA, strlen(DATA) - 1, SHA256));
+    CHECK(!sig(k256, "zbdcc146bf60754e6a042426089575c75a003f089d2739839dec58b964ec3843"));
+    CHECK(!sig(k256, "5bdcc146bf60754e6a042426089575c75a003f089d2739839dec58b964ec3844"));
+    CHECK(!sig(k256, " bdcc146bf60754e6a042426089575c75a003f089d2739839dec58b964ec3843"));
+    CHECK(!bank_notice_signature_ok(k256, DATA, strlen(DATA) - 1, SHA256));
+    CHECK(!sig(NULL, SHA256));
+    /* no key for another algorithm, a NULL or an empty key */
+    CHECK(!bank_notice_key_make(p, 384, KEY));
+    CHECK(!bank_notice_key_make(p, 0, KEY));
+    CHECK(!bank_notice_key_make(p, 256, NULL));
+    CHECK(!bank_notice_key_make(p, 256, ""));
+}
+
+/* A key changed (a restart that reads a new one): the old key's signatures fail under the new
+ * key and its own pass; the old key, freed with its pool, leaves the new one whole. */
+static void test_signature_key_change(apr_pool_t *p)
+{
+    apr_pool_t *old_pool, *new_pool;
+    const bank_notice_key_t *old_key, *new_key;
+
+    apr_pool_create(&old_pool, p);
+    apr_pool_create(&new_pool, p);
+    old_key = bank_notice_key_make(old_pool, 256, KEY);
+    new_key = bank_notice_key_make(new_pool, 256, "Jeff");
+    CHECK(sig(old_key, SHA256) && !sig(old_key, SHA256_JEFF));
+    CHECK(sig(new_key, SHA256_JEFF) && !sig(new_key, SHA256));
+    apr_pool_destroy(old_pool);
+    CHECK(sig(new_key, SHA256_JEFF) && !sig(new_key, SHA256));
+    CHECK(sig(k256, SHA256)); /* the keys of another pool are untouched */
+    apr_pool_destroy(new_pool);
+}
+
+/* Threads check with the same keys at once, as the worker MPM's do. */
+#define SIG_THREADS 4
+#define SIG_ROUNDS 500
+
+static void *APR_THREAD_FUNC check_in_thread(apr_thread_t *t, void *data)
+{
+    int i, *wrong = data;
+
+    for (i = 0; i < SIG_ROUNDS; i++) {
+        *wrong += !sig(k256, SHA256) + !sig(k512, SHA512) + sig(k256, SHA256_JEFF);
+    }
+    apr_thread_exit(t, APR_SUCCESS);
+    return NULL;
+}
+
+static void test_signature_threads(apr_pool_t *p)
+{
+    apr_thread_t *t[SIG_THREADS];
+    int wrong[SIG_THREADS] = {0}, started = 0, i;
+    apr_status_t rv;
+
+    for (i = 0; i < SIG_THREADS; i++) {
+        started += apr_thread_create(&t[i], NULL, check_in_thread, &wrong[i], p) == APR_SUCCESS;
+    }
+    CHECK(started == SIG_THREADS);
+    for (i = 0; i < started; i++) {
+        apr_thread_join(&rv, t[i]);
+        CHECK(wrong[i] == 0);
+    }
 }
 
 static void test_secret_in(void)
@@ -273,6 +339,8 @@ static void test_ignored(apr_pool_t *p)
 static void run_tests(apr_pool_t *p)
 {
     test_signature(p);
+    test_signature_key_change(p);
+    test_signature_threads(p);
     test_secret_in();
     test_valid(p);
     test_types(p);
