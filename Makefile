@@ -196,7 +196,8 @@ format:
 	    t/fuzz/*.h t/bench/*.c t/flood/*.c
 
 # cppcheck, clang-format and shellcheck (every script, warnings and notes alike); the tags,
-# the layers, the length of docs/benchmarks.md and of every source file and function.
+# the layers, the length of docs/benchmarks.md and of every source file and function, and the
+# directives' defaults in their help texts and docs/configuration.md.
 lint:
 	cppcheck --quiet --error-exitcode=1 --enable=warning,performance,portability \
 	    --inline-suppr --suppress=missingIncludeSystem -Iinclude -It/fuzz -DLINUX -D_REENTRANT \
@@ -208,6 +209,7 @@ lint:
 	./scripts/check-layers
 	./scripts/check-docs
 	./scripts/check-size
+	./scripts/check-defaults
 
 clean:
 	rm -rf $(BUILD) mod_bank/.libs mod_bank/*.lo mod_bank/*.slo mod_bank/*.o mod_bank.la \

@@ -34,7 +34,7 @@ const char *bank_password_dummy(void);
  * password costs: a hash of the same algorithm and parameters as most stored hashes
  * (docs/security.md). Sampled from the database by the sign-in flow (bank_sign_in.c) every
  * BankPasswordDummyRefresh seconds (default BANK_PW_DUMMY_REFRESH) in each process. */
-#define BANK_PW_DUMMY_REFRESH 300
+#define BANK_PW_DUMMY_REFRESH 300 /* BankPasswordDummyRefresh, seconds */
 #define BANK_PW_DUMMY_SAMPLE 256
 /* A hash of stored's algorithm, parameters and salt and key lengths, with a random salt and
  * key (so it matches no password), and in *cost its algorithm and parameters

@@ -37,7 +37,7 @@ void bank_db_retrieve_optional(void);
 const char *bank_db_drivers(void);
 /* BankDatabaseTimeout (server-wide): how long one statement may wait for PostgreSQL. The
  * configuration is read again on every restart and may no longer set it: the default then. */
-#define BANK_DB_TIMEOUT_DEFAULT 5
+#define BANK_DB_TIMEOUT_DEFAULT 5 /* BankDatabaseTimeout, seconds */
 void bank_db_set_timeout(apr_pool_t *pconf, apr_interval_time_t timeout);
 /* Each child process: the statement guard (bank_db_guard.h) that bounds waits on PostgreSQL. */
 void bank_db_child_init(apr_pool_t *pchild, server_rec *s);

@@ -37,7 +37,7 @@ void bank_verify_post_config(apr_pool_t *pconf, server_rec *s);
 /* BankPasswordVerifyMaxWait (mod_bank_directives.c checks it): the longest a sign-in waits for
  * its verification to start (its turn, then a slot of the server's bound) before it is
  * refused with 503, in ms, BANK_VERIFY_MAX_WAIT_DEFAULT unless set. */
-#define BANK_VERIFY_MAX_WAIT_DEFAULT 1000
+#define BANK_VERIFY_MAX_WAIT_DEFAULT 1000 /* BankPasswordVerifyMaxWait, milliseconds */
 #define BANK_VERIFY_MAX_WAIT_MAX 60000
 void bank_verify_set_max_wait(apr_pool_t *pconf, int ms);
 apr_interval_time_t bank_verify_max_wait(void);

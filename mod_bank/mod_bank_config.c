@@ -11,7 +11,10 @@
 
 APLOG_USE_MODULE(bank);
 
-/* The defaults, in one place (docs/configuration.md lists the same values). */
+/* The defaults, in one place. A field's comment names the directive it is the default of
+ * (several fields: its arguments in order); scripts/check-defaults (make lint) fails when that
+ * directive's help text (mod_bank_directives.c) or docs/configuration.md states another
+ * default. The last two are not values the check can read. */
 static const struct {
     apr_int64_t token_lifetime;
     int max_devices;
@@ -30,23 +33,29 @@ static const struct {
     const char *partner;
     apr_int64_t token_cache;
     apr_int64_t bvn_cache;
-} defaults = {BANK_TOKEN_TTL_DEFAULT,
-              BANK_MAX_DEVICES_DEFAULT,
-              5,
-              60,
-              50,
-              300,
-              50,
-              3600,
-              5,
-              86400,
-              65536,
-              300,
-              "mod_bank Demo Bank",
-              "999",
-              "partner",
-              BANK_TOKEN_CACHE_DEFAULT,
-              BANK_BVN_CACHE_DEFAULT};
+    bank_idp_kind idp_kind;
+    int idp_timeout;
+} defaults = {
+    .token_lifetime = BANK_TOKEN_TTL_DEFAULT, /* BankTokenLifetime */
+    .max_devices = BANK_MAX_DEVICES_DEFAULT,  /* BankMaxDevices */
+    .throttle_attempts = 5,                   /* BankSignInThrottle */
+    .throttle_window = 60,                    /* BankSignInThrottle */
+    .addr_attempts = 50,                      /* BankSignInAddressThrottle */
+    .addr_window = 300,                       /* BankSignInAddressThrottle */
+    .account_attempts = 50,                   /* BankSignInAccountThrottle */
+    .account_window = 3600,                   /* BankSignInAccountThrottle */
+    .bvn_attempts = 5,                        /* BankBvnThrottle */
+    .bvn_window = 86400,                      /* BankBvnThrottle */
+    .max_body = 65536,                        /* BankMaxBody */
+    .banks_max_age = 300,                     /* BankBanksMaxAge */
+    .account_bank = "mod_bank Demo Bank",     /* BankAccountBank */
+    .account_bank_code = "999",               /* BankAccountBankCode */
+    .token_cache = BANK_TOKEN_CACHE_DEFAULT,  /* BankTokenCacheSeconds */
+    .bvn_cache = BANK_BVN_CACHE_DEFAULT,      /* BankBvnCacheSeconds */
+    .idp_timeout = BANK_IDP_TIMEOUT_DEFAULT,  /* BankBvnProviderTimeout */
+    .idp_kind = BANK_IDP_TABLE,               /* table, BankBvnProvider's: an enum, unchecked */
+    .partner = "partner",                     /* outside a Location (bank_conf_partner) */
+};
 
 void *bank_create_dir_conf(apr_pool_t *p, char *dir)
 {
@@ -161,11 +170,11 @@ const char *bank_conf_account_bank_code(const bank_dir_conf *c)
 
 void bank_conf_idp(const bank_dir_conf *c, bank_idp_conf_t *out)
 {
-    out->kind = c->idp_kind != BANK_UNSET ? (bank_idp_kind)c->idp_kind : BANK_IDP_TABLE;
+    out->kind = c->idp_kind != BANK_UNSET ? (bank_idp_kind)c->idp_kind : defaults.idp_kind;
     out->base_url = c->idp_url ? c->idp_url : bank_idp_default_url(out->kind);
     out->app_id = c->idp_app_id;
     out->secret = c->idp_secret;
-    out->timeout = c->idp_timeout != BANK_UNSET ? c->idp_timeout : BANK_IDP_TIMEOUT_DEFAULT;
+    out->timeout = c->idp_timeout != BANK_UNSET ? c->idp_timeout : defaults.idp_timeout;
     out->proxy = c->idp_proxy && *c->idp_proxy ? c->idp_proxy : NULL;
 }
 
