@@ -16,8 +16,8 @@
 /* BANK_PW_MATCH, BANK_PW_MISMATCH, or BANK_PW_MALFORMED for a hash we cannot read. */
 int bank_password_verify(apr_pool_t *p, const char *plain, const char *stored);
 /* rc[c] = bank_password_verify(p, plain[c], stored[c]) for c 0 and 1. Two scrypt hashes of the
- * same n, r and p are computed together (bank_scrypt_two: both in about 1.4 times the time of
- * one); any other two one after the other. */
+ * same n, r and p are computed together (bank_scrypt_two: both in much less than twice the
+ * time of one); any other two one after the other. */
 void bank_password_verify_two(apr_pool_t *p, const char *const plain[2],
                               const char *const stored[2], int rc[2]);
 /* What a verification of stored costs, "$scrypt$n=16384,r=8,p=1", when it is a scrypt hash

@@ -8,9 +8,9 @@
 int bank_random_bytes(unsigned char *buf, apr_size_t len);
 /* Random bytes for identifiers (UUIDs), never for secrets: drawn with bank_random_bytes a
  * block at a time into a buffer of the calling thread and handed out from it, so that the
- * bytes of later identifiers sit in memory before they are used. One RAND_bytes call costs
- * several µs under OpenSSL 3 (its fork check is a system call, its DRBG rekeys per call); a
- * notice's id used to be one. A child of fork() never hands out the bytes its parent held.
+ * bytes of later identifiers sit in memory before they are used. A RAND_bytes call is costly
+ * under OpenSSL 3 (its fork check is a system call, its DRBG rekeys per call); a notice's id
+ * used to be one. A child of fork() never hands out the bytes its parent held.
  * 0 on success, -1 on failure. */
 int bank_random_id_bytes(unsigned char *buf, apr_size_t len);
 /* len random characters drawn uniformly from alphabet (no modulo bias). NULL on failure. */

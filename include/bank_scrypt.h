@@ -2,15 +2,15 @@
  * OpenSSL's EVP_PBE_scrypt, for two measured reasons (docs/benchmarks.md, "Password
  * verification"):
  *  - memory: OpenSSL mallocs the 16 MiB work area on every call; glibc keeps it in the calling
- *    thread's arena after free, so a sign-in flood left httpd hundreds of MiB larger for good.
+ *    thread's arena after free, so a sign-in flood left httpd much larger for good.
  *    Here the work area is mapped for the call and unmapped before it returns, or, in a process
  *    that keeps some (bank_scrypt_keep: the verification threads' processes, while sign-ins
  *    come), wiped and kept for the next computation: a number of them the caller bounds.
  *  - speed: the Salsa20/8 core works on four 32-bit lanes at once (SSE2 where the compiler has
  *    it, the same lanes in plain C elsewhere) and the work area asks for huge pages, which
- *    together verify about 18-20% faster than OpenSSL's plain C on the same machine; and two
- *    computations can run their steps together on one CPU (bank_scrypt_two), about 1.4 times
- *    as many per second.
+ *    together verify faster than OpenSSL's plain C on the same machine; and two computations
+ *    can run their steps together on one CPU (bank_scrypt_two), more per second than one
+ *    after the other.
  * PBKDF2-HMAC-SHA256 around it is OpenSSL's. Tested against RFC 7914's vectors and against
  * OpenSSL for random parameters (t/unit/test_scrypt.c, both lane implementations). */
 #ifndef BANK_SCRYPT_H
@@ -47,7 +47,7 @@ typedef struct {
     apr_size_t outlen;
 } bank_scrypt_in_t;
 /* Two scrypt computations with the same n, r and p, as two bank_scrypt calls would give them,
- * on the calling thread in about 1.4 times the time of one (bank_scrypt.c, salsa20_8): the
+ * on the calling thread in much less than twice the time of one (bank_scrypt.c, salsa20_8): the
  * verification threads pair sign-ins that wait (mod_bank_verify.c). Twice the work area, one
  * mapping. 0, or -1 as bank_scrypt. */
 int bank_scrypt_two(apr_pool_t *pool, const bank_scrypt_in_t in[2], unsigned long n,

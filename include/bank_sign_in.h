@@ -18,8 +18,9 @@
 #define BANK_SIGN_IN_ABILITIES "[\"*\"]"
 
 /* One password verification, as the host's runner gets it: one(arg) computes it alone;
- * two(arg, other) computes it together with another job of the same kind (both in about 1.4
- * times the time of one, bank_password_verify_two). kind NULL: never computed with another. */
+ * two(arg, other) computes it together with another job of the same kind (both in much less
+ * than twice the time of one, bank_password_verify_two). kind NULL: never computed with
+ * another. */
 typedef struct {
     void (*one)(void *arg);
     void (*two)(void *arg, void *other);

@@ -410,7 +410,7 @@ static json_tokener *tokener(apr_pool_t *keep, apr_size_t len, int *own)
  * thread follows the process's global locale, as httpd's threads do, both calls take glibc's
  * process-wide locale lock for writing: every thread of the process that parses at that
  * moment waits on it, and under load waits on a holder that is not running (a process's
- * requests held for up to a second: docs/deployment.md, "The server's share of the CPUs").
+ * requests all held meanwhile: docs/deployment.md, "The server's share of the CPUs").
  * From the C locale object itself, glibc hands that object back, with no copy and no lock;
  * so the parse runs with the thread in it, and the thread's locale is put back after. */
 static locale_t c_locale = (locale_t)0; /* 0: none could be made (json-c's own way then) */

@@ -9,8 +9,9 @@
 static const char *const endpoint_names[BANK_EP_COUNT] = {"sign_in", "sign_out", "bvn", "banks",
                                                           "webhook"};
 
-/* Prometheus's default buckets from 5 ms to 10 s: sign-in spends tens of milliseconds in its
- * password hash alone, the others a few milliseconds unless the database waits. */
+/* Prometheus's default buckets from 5 ms to 10 s: they hold sign-in, whose password hash
+ * alone outlasts any other answer, and the other endpoints, quick unless the database
+ * waits. */
 static const apr_int64_t bound_usec[BANK_METRICS_BOUNDS] = {
     5000, 10000, 25000, 50000, 100000, 250000, 500000, 1000000, 2500000, 5000000, 10000000};
 static const char *const bound_text[BANK_METRICS_BOUNDS] = {

@@ -48,7 +48,7 @@
 #ifdef FUZZING_BUILD_MODE_UNSAFE_FOR_PRODUCTION
 #define BCRYPT_MAX_COST 5
 #else
-#define BCRYPT_MAX_COST 14 /* about 1 s here; AdonisJS's default is 10 */
+#define BCRYPT_MAX_COST 14 /* 16 times AdonisJS's default work (10): the most a hash may cost */
 #endif
 #define BCRYPT_SALT_LEN 16
 #define BCRYPT_HASH_LEN 23

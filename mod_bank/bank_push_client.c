@@ -43,8 +43,9 @@ bank_push_client_t *bank_push_client_create(apr_pool_t *p, const bank_push_conf_
         curl_easy_cleanup(cl->token_h);
         return NULL;
     }
-    /* Enough calls at once to keep up with a busy webhook while FCM takes ~100 ms a call;
-     * over HTTP/2 they share a few connections. */
+    /* Many calls at once: each FCM call waits a network round trip and Google's own work,
+     * long beside a notice's commit, so a busy webhook is kept up with only by having many in
+     * flight; over HTTP/2 they share a few connections. */
     curl_multi_setopt(cl->multi, CURLMOPT_MAX_HOST_CONNECTIONS, 64L);
     curl_multi_setopt(cl->multi, CURLMOPT_PIPELINING, (long)CURLPIPE_MULTIPLEX);
     apr_pool_cleanup_register(p, cl, client_cleanup, apr_pool_cleanup_null);

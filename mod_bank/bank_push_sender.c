@@ -500,8 +500,7 @@ void bank_push_sender_tick(bank_push_sender_t *s)
     room = rounds(s, p, start);
     if (due(now_of(s), s->next_count, BANK_PUSH_COUNT_BUSY)) {
         /* a statement that reads every pending row: once a second is enough, and while
-         * the webhook is flooded (its backlog growing by thousands a second) every
-         * BANK_PUSH_COUNT_BUSY */
+         * the webhook is flooded (its backlog growing fast) every BANK_PUSH_COUNT_BUSY */
         s->next_count = now_of(s) + (room ? BANK_PUSH_POLL : BANK_PUSH_COUNT_BUSY);
         count_backlog(s, p);
     }

@@ -133,8 +133,8 @@ static inline __attribute__((always_inline)) void turn(lane_t *a1, lane_t *a2, l
 /* Salsa20/8 on `count` blocks at once (1 or 2, a constant where it is inlined), each b[c][4],
  * in place. Two blocks are two independent chains of steps: the core runs the steps of one
  * while those of the other wait for their results (one chain leaves most of its vector units
- * idle), so two take about 1.3 times as long as one (docs/benchmarks.md, "Sign-ins
- * verified two at a time"). */
+ * idle), so two take much less than twice as long as one (docs/benchmarks.md, "Sign-ins
+ * verified two at a time", has the figures). */
 static inline __attribute__((always_inline)) void salsa20_8(lane_t *const *b, int count)
 {
     lane_t a0[2], a1[2], a2[2], a3[2];

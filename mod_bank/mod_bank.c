@@ -250,8 +250,8 @@ static void bank_child_malloc(apr_pool_t *p, server_rec *s)
 /* Linux 6.16 and later give each process a private futex hash of its own, sized by the CPUs
  * (16 slots on 2), not by the threads: the MPM's idle threads all wait on one futex, so with
  * thousands of them every wake-up whose futex shares that slot walks past each (perf:
- * futex_wake, a quarter of the CPU in the webhook's commits). Set before the MPM starts its
- * threads: a slot for every 4 threads (docs/deployment.md, "Holding connections"). Older
+ * futex_wake, high in the webhook's commits). Set before the MPM starts its threads: a slot for
+ * every 4 threads (docs/deployment.md, "Holding connections", has the figures). Older
  * kernels (one hash for the whole machine) refuse the call; nothing changes there. */
 #ifndef PR_FUTEX_HASH
 #define PR_FUTEX_HASH 78

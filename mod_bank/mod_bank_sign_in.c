@@ -21,7 +21,8 @@
 
 APLOG_USE_MODULE(bank);
 
-/* Retry-After when the verification queue is full: one verification takes tens of ms. */
+/* Retry-After when the verification queue is full: a verification is far shorter than the
+ * smallest Retry-After, so the queue has room again by then. */
 #define SIGN_IN_BUSY_RETRY 1
 
 /* Every configured key is compared, none skipped after a match (bank_secret_in), so the

@@ -1,12 +1,12 @@
 /* Password verifications bounded per process and per server (docs/configuration.md,
  * BankPasswordVerifyConcurrency, BankPasswordVerifyServerConcurrency). One scrypt verification
- * takes a few tens of ms of one CPU and a 16 MiB work area (mod_bank/bank_scrypt.c; 32 MiB for
- * two together): the process keeps one such area, wiped, for each of its verification threads
- * (at most the server's slots), from one verification to the next, and unmaps them once none
- * computed for KEEP_IDLE, so nothing of it stays after a flood. argon2 (AdonisJS's default: a
- * 64 MiB work area) computes all its lanes on the calling thread with its work area mapped for the
- * call (bank_password.c): whatever the algorithm, one verification uses one CPU and is counted as
- * one below, per process and per server.
+ * holds one CPU for far longer than any other request's work, and a 16 MiB work area
+ * (mod_bank/bank_scrypt.c; 32 MiB for two together): the process keeps one such area, wiped, for
+ * each of its verification threads (at most the server's slots), from one verification to the next,
+ * and unmaps them once none computed for KEEP_IDLE, so nothing of it stays after a flood. argon2
+ * (AdonisJS's default: a 64 MiB work area) computes all its lanes on the calling thread with its
+ * work area mapped for the call (bank_password.c): whatever the algorithm, one verification uses
+ * one CPU and is counted as one below, per process and per server.
  *  - Two at once: a thread that holds a slot (below) for a scrypt verification takes the first
  *    queued one of the same cost with it when that one would wait otherwise (no slot or no
  *    thread free for it), and computes both together (bank_scrypt_two): more per second on the
@@ -21,7 +21,7 @@
  *    so no sign-in waits long, whatever the settings.
  *  - Per server: those threads, in every process, compute only while they hold a slot of one
  *    System V semaphore (default: as many slots as CPUs). A server runs several processes (2
- *    to 4 in the shipped worker MPM configurations, 4 to 6 under the event MPM in a sign-in
+ *    to 4 in the shipped worker MPM configurations, more under the event MPM in a sign-in
  *    flood); without it their verification threads together oversubscribe
  *    the CPUs and every verification runs slower (docs/benchmarks.md). SEM_UNDO gives back the
  * slots of a process that dies holding them. A graceful restart removes the old semaphore: the old
