@@ -201,7 +201,7 @@ format:
 lint:
 	cppcheck --quiet --error-exitcode=1 --enable=warning,performance,portability \
 	    --inline-suppr --suppress=missingIncludeSystem -Iinclude -It/fuzz -DLINUX -D_REENTRANT \
-	    -D_GNU_SOURCE mod_bank/ t/fuzz/ t/flood/
+	    -D_GNU_SOURCE mod_bank/ t/fuzz/ t/flood/ t/bench/
 	clang-format --dry-run --Werror mod_bank/*.c mod_bank/*.h mod_bank/bankctl/*.[ch] include/*.h t/unit/*.c \
 	    t/unit/*.h t/fuzz/*.c t/fuzz/*.h t/bench/*.c t/flood/*.c
 	shellcheck scripts/* .ci/run packaging/deb/maint/*
