@@ -12,7 +12,10 @@
  * comparison, expiry and ability checks) without a database round trip, as long as the
  * scope's change feed was read in the last BANK_CHANGE_FEED_INTERVAL_MS (one request reads
  * it again once it is half that old, while the others go on answering from the kept rows;
- * requests that find it older wait for one read: bank_change_feed_check). A token revoked
+ * requests that find it older wait for one read: bank_change_feed_check). A token with no
+ * kept row neither reads nor waits for the feed: its database check reads the feed ahead
+ * afterwards, on its own connection, when it is due and no other request reads it (never
+ * waiting), so that the next check keeps the row. A token revoked
  * anywhere is therefore refused here within that interval; sign-out here drops it at once.
  *
  * A verified customer's BVN answer is kept, by customer, for at most BankBvnCacheSeconds,

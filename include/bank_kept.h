@@ -38,6 +38,11 @@ int bank_kept_get_fields(bank_kept_t *c, apr_pool_t *p, const void *scope, const
 void bank_kept_put_fields(bank_kept_t *c, const void *scope, const char *id,
                           const char *const *fields, apr_time_t fetched, apr_uint64_t epoch);
 
+/* 1 if a get of id (either kind) would answer now (nothing copied): a caller that must
+ * first make sure the cache may answer (its feed read) asks this before. */
+int bank_kept_holds(bank_kept_t *c, apr_pool_t *p, const void *scope, const char *id,
+                    apr_time_t max_age);
+
 /* Taken before the database read of a row that is then put: an invalidation or distrust
  * since makes the put keep nothing. */
 apr_uint64_t bank_kept_epoch(bank_kept_t *c);

@@ -189,6 +189,19 @@ static int feed_current(bank_bearer_t *b, const bank_bearer_host *h, void *baton
     return f && bank_change_feed_check(f, h->now(), !h->db_held(baton), feed_db, &d);
 }
 
+/* The feed read now on the request's connection if it is due and no other request reads it,
+ * never waited for: what this request read was not kept (the feed was not current before
+ * it), the next ones may be. */
+static void feed_ahead(bank_bearer_t *b, const bank_bearer_host *h, void *baton)
+{
+    bank_change_feed_t *f = bank_bearer_feed(b, h->scope(baton));
+    feed_db_t d = {h, baton};
+
+    if (f) {
+        (void)bank_change_feed_check(f, h->now(), 0, feed_db, &d);
+    }
+}
+
 bank_bearer_verdict bank_bearer_kept(bank_bearer_t *b, const bank_bearer_host *h, void *baton,
                                      apr_pool_t *p, const char *token, apr_time_t max_age,
                                      const char *ability, bank_principal_t **out)
@@ -197,7 +210,10 @@ bank_bearer_verdict bank_bearer_kept(bank_bearer_t *b, const bank_bearer_host *h
     bank_token_row_t row;
     bank_bearer_verdict v;
 
+    /* A token nothing is kept for goes to the database at once, without waiting for the
+     * feed: only a kept row needs it current. */
     if (!b->tokens || max_age <= 0 || bank_token_decode(p, token, &id, &secret) != 0 ||
+        !bank_kept_holds(b->tokens, p, h->scope(baton), id, max_age) ||
         !feed_current(b, h, baton) ||
         !bank_kept_get(b->tokens, p, h->scope(baton), id, max_age, &row) ||
         !bank_token_verify(p, secret, row.hash)) {
@@ -244,6 +260,8 @@ bank_bearer_verdict bank_bearer_check(bank_bearer_t *b, const bank_bearer_host *
     touch(b, h, baton, p, id, &row, 0);
     if (keep) {
         bank_kept_put(b->tokens, h->scope(baton), id, &row, fetched, epoch);
+    } else if (b->tokens && keep_seconds > 0) {
+        feed_ahead(b, h, baton);
     }
     return BANK_BEARER_OK;
 }
@@ -270,7 +288,9 @@ int bank_bearer_answer_get(bank_bearer_t *b, const bank_bearer_host *h, void *ba
 {
     const char *f[A_FIELDS];
 
-    if (!b->answers || max_age <= 0 || !feed_current(b, h, baton) ||
+    if (!b->answers || max_age <= 0 ||
+        !bank_kept_holds(b->answers, p, h->scope(baton), customer_id, max_age) ||
+        !feed_current(b, h, baton) ||
         !bank_kept_get_fields(b->answers, p, h->scope(baton), customer_id, max_age, f)) {
         return 0;
     }

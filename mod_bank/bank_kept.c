@@ -111,6 +111,23 @@ int bank_kept_get_fields(bank_kept_t *c, apr_pool_t *p, const void *scope, const
     return hit;
 }
 
+int bank_kept_holds(bank_kept_t *c, apr_pool_t *p, const void *scope, const char *id,
+                    apr_time_t max_age)
+{
+    const char *key = key_of(p, scope, id);
+    const entry_t *e;
+    int hit;
+
+    if (max_age > c->max_age) {
+        max_age = c->max_age;
+    }
+    apr_thread_mutex_lock(c->lock);
+    e = c->distrusted ? NULL : apr_hash_get(c->tokens, key, APR_HASH_KEY_STRING);
+    hit = e && apr_time_now() - e->fetched < max_age;
+    apr_thread_mutex_unlock(c->lock);
+    return hit;
+}
+
 void bank_kept_put_fields(bank_kept_t *c, const void *scope, const char *id,
                           const char *const *fields, apr_time_t fetched, apr_uint64_t epoch)
 {

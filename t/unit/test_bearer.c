@@ -109,14 +109,15 @@ static bank_bearer_verdict check(bank_bearer_t *b, fake_t *f, apr_pool_t *p, con
     return bank_bearer_check(b, &host, f, p, plain, 60, ability, pr, &rc);
 }
 
-/* Kept (after the feed's first read, which only learns where it stands): the token verified
- * through the database, then answered from the kept rows without a connection. */
+/* Kept: the token verified through the database while the feed is current (the check
+ * before reads it ahead when due: the first read only learns where it stands), then answered
+ * from the kept rows without a connection. */
 static void keep(bank_bearer_t *b, fake_t *f, apr_pool_t *p, const char *plain)
 {
     bank_principal_t *pr = NULL;
     bank_db_t *db = f->db;
 
-    kept(b, f, p, plain, "banks:read", &pr); /* the feed read when due */
+    CHECK(check(b, f, p, plain, "banks:read", &pr) == BANK_BEARER_OK); /* the feed read ahead */
     CHECK(check(b, f, p, plain, "banks:read", &pr) == BANK_BEARER_OK);
     f->db = NULL;
     CHECK(kept(b, f, p, plain, "banks:read", &pr) == BANK_BEARER_OK);
@@ -190,11 +191,24 @@ static void test_tokens(bank_db_t *db)
     CHECK(f.asked == asked + 1); /* the feed's read asked for one */
     f.db = db;
     CHECK(check(b, &f, p, plain, "banks:read", &pr) == BANK_BEARER_OK);
-    CHECK(f.asked == asked + 2);
+    CHECK(f.asked == asked + 3); /* the read above, its row, the feed read ahead */
+
+    /* a token nothing is kept for: missed at once, the feed neither read nor waited for
+     * (even stale, with no connection to read it on) */
+    plain = token(db, "[\"banks:read\"]", 0, &id);
+    apr_sleep(INTERVAL + apr_time_from_msec(100));
+    f.db = NULL;
+    asked = f.asked;
+    CHECK(kept(b, &f, p, plain, "banks:read", &pr) == BANK_BEARER_MISS);
+    CHECK(f.asked == asked);
+    f.db = db;
+    /* its check reads the feed ahead, on its own connection: the next check keeps */
+    CHECK(check(b, &f, p, plain, "banks:read", &pr) == BANK_BEARER_OK);
+    CHECK(f.asked == asked + 3); /* its row, its use written (no writer here), the feed */
+    CHECK(bank_change_feed_current(bank_bearer_feed(b, &scope), fake_now()));
 
     /* the host's clock set back past the feed's last read: nothing read is kept */
     plain = token(db, "[\"banks:read\"]", 0, &id);
-    CHECK(kept(b, &f, p, plain, "banks:read", &pr) == BANK_BEARER_MISS); /* the feed read */
     offset = -apr_time_from_sec(3600);
     CHECK(check(b, &f, p, plain, "banks:read", &pr) == BANK_BEARER_OK);
     offset = 0;
@@ -247,7 +261,8 @@ static void test_last_use(bank_db_t *db)
     offset = 0;
     CHECK(f.uses != NULL);
     CHECK(kept(b, &f, p, plain, NULL, &pr) == BANK_BEARER_MISS);
-    CHECK(check(b, &f, p, plain, NULL, &pr) == BANK_BEARER_OK);
+    CHECK(check(b, &f, p, plain, NULL, &pr) == BANK_BEARER_OK); /* the feed read ahead */
+    CHECK(check(b, &f, p, plain, NULL, &pr) == BANK_BEARER_OK); /* kept */
     CHECK(bank_token_uses_take(f.uses, p, 4, ids, times) == 1);
     CHECK_STR(ids[0], id);
     CHECK(kept(b, &f, p, plain, NULL, &pr) == BANK_BEARER_OK);
@@ -306,8 +321,8 @@ static void test_answers(bank_db_t *db)
     offset = 0;
     /* before the feed's first read: no epoch, no answer */
     CHECK(!bank_bearer_answer_epoch(b, &host, &f, 60, &epoch));
-    CHECK(kept(b, &f, p, plain, NULL, &pr) == BANK_BEARER_MISS); /* the feed read */
-    CHECK(!bank_bearer_answer_epoch(b, &host, &f, 0, &epoch));   /* BankBvnCacheSeconds 0 */
+    CHECK(check(b, &f, p, plain, NULL, &pr) == BANK_BEARER_OK); /* the feed read ahead */
+    CHECK(!bank_bearer_answer_epoch(b, &host, &f, 0, &epoch));  /* BankBvnCacheSeconds 0 */
     CHECK(bank_bearer_answer_epoch(b, &host, &f, 60, &epoch));
     bank_bearer_answer_put(b, &scope, "c1", &q, "{\"a\":1}", fake_now(), epoch);
     CHECK(bank_bearer_answer_get(b, &host, &f, p, max_age, "c1", &q, &text));

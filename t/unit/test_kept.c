@@ -39,19 +39,24 @@ static void test_hits_and_age(apr_pool_t *p)
         return;
     }
     CHECK(!bank_kept_get(c, p, &scope_a, "t1", apr_time_from_sec(5), &got));
+    CHECK(!bank_kept_holds(c, p, &scope_a, "t1", apr_time_from_sec(5)));
     bank_kept_put(c, &scope_a, "t1", &row, now, bank_kept_epoch(c));
+    CHECK(bank_kept_holds(c, p, &scope_a, "t1", apr_time_from_sec(5)));
     CHECK(bank_kept_get(c, p, &scope_a, "t1", apr_time_from_sec(5), &got));
     CHECK_STR(got.customer_id, "cust-1");
     CHECK_STR(got.hash, "hash-of-secret");
     /* another scope (another database) does not see it */
     CHECK(!bank_kept_get(c, p, &scope_b, "t1", apr_time_from_sec(5), &got));
+    CHECK(!bank_kept_holds(c, p, &scope_b, "t1", apr_time_from_sec(5)));
     /* a max age of 0 trusts nothing */
     CHECK(!bank_kept_get(c, p, &scope_a, "t1", 0, &got));
+    CHECK(!bank_kept_holds(c, p, &scope_a, "t1", 0));
 
     /* read 3 s ago: a hit for a 5 s max age, a miss for 2 s */
     bank_kept_put(c, &scope_a, "t2", &row, now - apr_time_from_sec(3), bank_kept_epoch(c));
     CHECK(bank_kept_get(c, p, &scope_a, "t2", apr_time_from_sec(5), &got));
     CHECK(!bank_kept_get(c, p, &scope_a, "t2", apr_time_from_sec(2), &got));
+    CHECK(!bank_kept_holds(c, p, &scope_a, "t2", apr_time_from_sec(2)));
     /* read 11 s ago: past the cache's 10 s bound, whatever the caller allows */
     bank_kept_put(c, &scope_a, "t3", &row, now - apr_time_from_sec(11), bank_kept_epoch(c));
     CHECK(!bank_kept_get(c, p, &scope_a, "t3", apr_time_from_sec(60), &got));
@@ -76,6 +81,7 @@ static void test_invalidate(apr_pool_t *p)
     bank_kept_put(c, &scope_a, "kept", &row, apr_time_now(), bank_kept_epoch(c));
     CHECK(bank_kept_count(c) == 3);
     bank_kept_invalidate(c, "gone");
+    CHECK(!bank_kept_holds(c, p, &scope_a, "gone", apr_time_from_sec(60)));
     CHECK(!bank_kept_get(c, p, &scope_a, "gone", apr_time_from_sec(60), &got));
     CHECK(!bank_kept_get(c, p, &scope_b, "gone", apr_time_from_sec(60), &got));
     CHECK(bank_kept_get(c, p, &scope_a, "kept", apr_time_from_sec(60), &got));
@@ -103,6 +109,7 @@ static void test_distrust(apr_pool_t *p)
     epoch = bank_kept_epoch(c);
     bank_kept_distrust(c);
     CHECK(bank_kept_distrusted(c));
+    CHECK(!bank_kept_holds(c, p, &scope_a, "t", apr_time_from_sec(60)));
     CHECK(!bank_kept_get(c, p, &scope_a, "t", apr_time_from_sec(60), &got));
     /* nothing is kept while distrusted */
     bank_kept_put(c, &scope_a, "t", &row, apr_time_now(), bank_kept_epoch(c));
