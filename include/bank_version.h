@@ -9,6 +9,6 @@
 /* The newest schema (sql/<driver>/NNN_*.sql) this build knows: it serves on it, on an older
  * one that bankctl migrate brings up to it, and on a newer one whose migrations only added
  * (schema_version.requires, 011). t/api/operations/version.t checks it against the files. */
-#define BANK_SCHEMA_VERSION 12
+#define BANK_SCHEMA_VERSION 13
 
 #endif

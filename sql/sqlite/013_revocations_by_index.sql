@@ -1,0 +1,4 @@
+-- PostgreSQL's 013 makes its pruning of the revocation feed follow the index on revoked_at.
+-- SQLite's (008, 009: a DELETE of the rows older than an hour) already does, and its reads of
+-- the feed follow the primary key: nothing changes here. The file keeps the two drivers'
+-- schema versions the same (BANK_SCHEMA_VERSION).
