@@ -1,9 +1,10 @@
-/* The data layer's handle over apr_dbd (bank_db.h): statements by label with one retry after
- * a re-opened connection, rows read to the end and decoded by descriptor (transactions are
- * in bank_db_txn.c, connections and their recovery in bank_db_conn.c, the bound on a
- * PostgreSQL statement's wait in bank_db_wait.c). Statements are
- * prepared once per connection (mod_dbd does it for the module, bank_db_prepare_all for
- * bankctl and the tests); no SQL text is ever built from input. */
+/* The data layer's handle (bank_db.h): statements by label with one retry after a re-opened
+ * connection, rows read to the end and decoded by descriptor, SQL of our own. Above the driver
+ * (bank_db_driver.c) and the bound on a PostgreSQL statement's wait (bank_db_wait.c); below
+ * transactions (bank_db_txn.c) and connections (bank_db_conn.c), whose recovery it calls
+ * through the hook they set (bank_db_internal.h). Statements are prepared once per connection
+ * (mod_dbd does it for the module, bank_db_prepare_all for bankctl and the tests); no SQL text
+ * is ever built from input. */
 #include <string.h>
 #include <strings.h>
 #include <sys/socket.h>
@@ -30,10 +31,10 @@ bank_db_t *bank_db_wrap(apr_pool_t *p, const apr_dbd_driver_t *driver, apr_dbd_t
 const char *bank_db_prepare(bank_db_t *db, const char *label, const char *sql, int named)
 {
     apr_dbd_prepared_t *st = NULL;
-    int rv = apr_dbd_prepare(db->driver, db->pool, db->handle, sql, named ? label : NULL, &st);
+    int rv = bank_drv_prepare(db->driver, db->pool, db->handle, sql, named ? label : NULL, &st);
 
     if (rv != 0 || !st) {
-        return bank_db_error_line(db->pool, apr_dbd_error(db->driver, db->handle, rv));
+        return bank_drv_error(db->pool, db->driver, db->handle, rv);
     }
     apr_hash_set(db->prepared, label, APR_HASH_KEY_STRING, st);
     if (named && db->conn) { /* prepared again on a connection that is re-opened */
@@ -48,7 +49,7 @@ const char *bank_db_prepare(bank_db_t *db, const char *label, const char *sql, i
 
 bank_conn_state bank_db_recover(bank_db_t *db)
 {
-    bank_conn_state st = db->conn ? bank_db_conn_recover(db) : BANK_CONN_INTACT;
+    bank_conn_state st = db->conn && db->recover ? db->recover(db) : BANK_CONN_INTACT;
 
     if (st == BANK_CONN_DOWN || st == BANK_CONN_RESTORED) {
         db->conn_lost = 1;
@@ -70,7 +71,7 @@ apr_pool_t *bank_db_use_pool(bank_db_t *db, apr_pool_t *p)
     }
     db->pool = p;
     db->error = NULL;
-    db->cause = NULL;
+    db->bound.cause = NULL;
     /* the cleanup that rolls back a forgotten transaction goes with the pool in use */
     db->txn_cleanup = 0;
     return before;
@@ -92,7 +93,7 @@ const void *bank_db_where(const bank_db_t *db)
 
 int bank_db_is_pgsql(const bank_db_t *db)
 {
-    return strcmp(apr_dbd_name(db->driver), "pgsql") == 0;
+    return bank_drv_is_pgsql(db->driver);
 }
 
 const char *bank_db_error(const bank_db_t *db)
@@ -120,6 +121,26 @@ int bank_db_statements(const bank_db_t *db)
     return db->statements;
 }
 
+int bank_db_expects(const bank_db_t *db)
+{
+    return db->conn && db->conn->statements && apr_hash_count(db->conn->statements) > 0;
+}
+
+void bank_db_watch_begin(bank_db_t *db, bank_db_watch_t *w)
+{
+    bank_db_bound_enter(&db->bound, db->driver, db->handle, w);
+}
+
+int bank_db_watch_end(bank_db_t *db, bank_db_watch_t *w, int rv, int commits)
+{
+    rv = bank_db_bound_leave(&db->bound, db->pool, w, rv, commits);
+    if (db->bound.cut) {
+        db->bound.cut = 0;
+        db->conn_lost = 1;
+    }
+    return rv;
+}
+
 void bank_db_replace(bank_db_t *db, apr_dbd_t *handle, apr_hash_t *prepared)
 {
     db->handle = handle;
@@ -129,7 +150,7 @@ void bank_db_replace(bank_db_t *db, apr_dbd_t *handle, apr_hash_t *prepared)
 
 const char *bank_db_error_line(apr_pool_t *p, const char *msg)
 {
-    return msg ? apr_pstrndup(p, msg, strcspn(msg, "\r\n")) : "unknown database error";
+    return bank_drv_error_line(p, msg);
 }
 
 bank_db_rc bank_db_fail(bank_db_t *db, const char *why)
@@ -147,11 +168,11 @@ bank_db_rc bank_db_fail(bank_db_t *db, const char *why)
  * re-opens it). */
 static void pg_drop(bank_db_t *db)
 {
-    int fd = bank_db_pg_socket(db), n = 0;
+    int fd = bank_drv_pg_socket(db->driver, db->handle);
 
     if (fd >= 0) {
         shutdown(fd, SHUT_RDWR);
-        apr_dbd_query(db->driver, db->handle, &n, "SELECT 1");
+        bank_drv_query(db->driver, db->handle, "SELECT 1", NULL);
     }
     db->conn_lost = 1;
 }
@@ -160,12 +181,17 @@ static void pg_drop(bank_db_t *db)
 
 bank_db_rc bank_db_classify(bank_db_t *db, int rv)
 {
-    if (db->cause) {
-        bank_db_fail(db, db->cause);
-        db->cause = NULL;
+    return bank_db_classify_text(db, rv, NULL);
+}
+
+bank_db_rc bank_db_classify_text(bank_db_t *db, int rv, const char *text)
+{
+    if (db->bound.cause) {
+        bank_db_fail(db, db->bound.cause);
+        db->bound.cause = NULL;
         return BANK_DB_BUSY;
     }
-    bank_db_fail(db, bank_db_error_line(db->pool, apr_dbd_error(db->driver, db->handle, rv)));
+    bank_db_fail(db, text ? text : bank_drv_error(db->pool, db->driver, db->handle, rv));
     if (bank_db_is_pgsql(db) && strstr(db->error, "read-only transaction")) {
         db->error = apr_pstrcat(db->pool, db->error,
                                 " (the server is in recovery: a standby or a demoted primary; "
@@ -174,14 +200,13 @@ bank_db_rc bank_db_classify(bank_db_t *db, int rv)
         pg_drop(db);
         return BANK_DB_BUSY;
     }
-    /* SQLITE_READONLY's own text: the driver's statements are prepared the legacy way, so
-     * a step that fails returns SQLITE_ERROR whatever the reason. */
-    if (!bank_db_is_pgsql(db) && strstr(db->error, "readonly database")) {
+    /* SQLITE_READONLY's own text (D7) */
+    if (!bank_db_is_pgsql(db) && bank_drv_sqlite_read_only(db->error)) {
         db->read_only = 1;
     }
     /* SQLITE_BUSY (5) / SQLITE_LOCKED (6) after the driver's own retries and busy_timeout;
      * PostgreSQL reports lock and statement time-outs in the message text. */
-    if ((!bank_db_is_pgsql(db) && (rv == 5 || rv == 6)) || strstr(db->error, "locked") ||
+    if ((!bank_db_is_pgsql(db) && bank_drv_sqlite_busy(rv)) || strstr(db->error, "locked") ||
         strstr(db->error, "timeout") || strstr(db->error, "canceling statement")) {
         return BANK_DB_BUSY;
     }
@@ -227,13 +252,10 @@ static apr_dbd_prepared_t *lookup(bank_db_t *db, const char *label)
     return st;
 }
 
-/* SQLite through apr_dbd: the sqlite3 driver runs every call under one process-wide mutex,
- * and SQLite's busy_timeout waits inside such a call. A thread waiting there for the write
- * lock that another thread of the same process holds mid-transaction keeps that thread from
- * going on until the wait times out (10 s a statement with busy_timeout 10000, measured).
- * So within a process a transaction holds writer_lock from its BEGIN to its end, and a
- * statement outside one holds it while it runs: no thread waits on SQLite for a lock its own
- * process holds. Waits across processes stay SQLite's. No lock on PostgreSQL. */
+/* The sqlite3 driver's process-wide mutex (bank_db_driver.h, D8): within a process a
+ * transaction holds writer_lock from its BEGIN to its end, and a statement outside one holds
+ * it while it runs, so no thread waits on SQLite for a lock its own process holds. Waits
+ * across processes stay SQLite's. No lock on PostgreSQL. */
 int bank_db_hold(bank_db_t *db)
 {
     if (!db->writer_lock || db->holding) {
@@ -259,12 +281,12 @@ int bank_db_writable(bank_db_t *db)
 
 int bank_db_writable_handle(bank_db_t *db, apr_dbd_t *handle)
 {
-    int n = 0, ok, mine = bank_db_hold(db);
+    int ok, mine = bank_db_hold(db);
 
-    ok = apr_dbd_query(db->driver, handle, &n, "BEGIN IMMEDIATE") == 0;
+    ok = bank_drv_query(db->driver, handle, "BEGIN IMMEDIATE", NULL) == 0;
     if (ok) {
-        ok = apr_dbd_query(db->driver, handle, &n, "PRAGMA user_version = 0") == 0;
-        apr_dbd_query(db->driver, handle, &n, "ROLLBACK");
+        ok = bank_drv_query(db->driver, handle, "PRAGMA user_version = 0", NULL) == 0;
+        bank_drv_query(db->driver, handle, "ROLLBACK", NULL);
     }
     if (mine) {
         bank_db_release(db);
@@ -279,16 +301,10 @@ static int is_select(const char *label)
     return st && strncasecmp(st->sql, "SELECT ", 7) == 0;
 }
 
-/* The text of column i of a row, NULL for SQL NULL: apr_dbd_datum_get reports NULL as
- * APR_ENOENT on both drivers (apr_dbd_get_entry gives "" on PostgreSQL). */
+/* The text of column i of a row, NULL for SQL NULL on either driver (D2). */
 static const char *column(bank_db_t *db, apr_dbd_row_t *row, int i)
 {
-    const char *v = NULL;
-
-    if (apr_dbd_datum_get(db->driver, row, i, APR_DBD_TYPE_STRING, &v) == APR_SUCCESS && v) {
-        return apr_pstrdup(db->pool, v);
-    }
-    return NULL;
+    return bank_drv_column(db->driver, db->pool, row, i);
 }
 
 int bank_db_bool(const char *v)
@@ -334,9 +350,9 @@ static bank_db_rc read_rows(bank_db_t *db, const char *label, apr_dbd_results_t 
                             const char **first)
 {
     apr_dbd_row_t *row = NULL;
-    int ncols = apr_dbd_num_cols(db->driver, res), bad = cols && ncols != count_cols(cols);
+    int ncols = bank_drv_num_cols(db->driver, res), bad = cols && ncols != count_cols(cols);
 
-    while (apr_dbd_get_row(db->driver, db->pool, res, &row, -1) == 0) {
+    while (bank_drv_next_row(db->driver, db->pool, res, &row) == 0) {
         if (bad) {
             continue;
         }
@@ -367,10 +383,9 @@ static bank_db_rc run_select(bank_db_t *db, const char *label, int nargs, const 
     if (!st) {
         return BANK_DB_NO_STMT;
     }
-    /* random=1: the pgsql driver reports SQL errors only in that mode. */
     db->statements++;
     bank_db_watch_begin(db, &w);
-    rv = apr_dbd_pselect(db->driver, db->pool, db->handle, res, st, 1, nargs, (const char **)args);
+    rv = bank_drv_pselect(db->driver, db->pool, db->handle, st, nargs, args, res);
     rv = bank_db_watch_end(db, &w, rv, !db->in_txn && !is_select(label));
     if (rv == 0) {
         return BANK_DB_OK;
@@ -381,8 +396,7 @@ static bank_db_rc run_select(bank_db_t *db, const char *label, int nargs, const 
         *res = NULL;
         db->statements++;
         bank_db_watch_begin(db, &w);
-        rv = apr_dbd_pselect(db->driver, db->pool, db->handle, res, st, 1, nargs,
-                             (const char **)args);
+        rv = bank_drv_pselect(db->driver, db->pool, db->handle, st, nargs, args, res);
         rv = bank_db_watch_end(db, &w, rv, !db->in_txn && !is_select(label));
         rc = rv == 0 ? BANK_DB_OK : bank_db_classify(db, rv);
     }
@@ -437,15 +451,14 @@ bank_db_rc bank_db_exec(bank_db_t *db, const char *label, int *affected, int nar
     mine = bank_db_hold(db);
     db->statements++;
     bank_db_watch_begin(db, &w);
-    rv = apr_dbd_pquery(db->driver, db->pool, db->handle, &n, st, nargs, (const char **)args);
+    rv = bank_drv_pquery(db->driver, db->pool, db->handle, st, nargs, args, &n);
     rv = bank_db_watch_end(db, &w, rv, !db->in_txn);
     if (rv != 0) {
         rc = failed(db, rv, 0, &again);
         if (again && (st = lookup(db, label)) != NULL) {
             db->statements++;
             bank_db_watch_begin(db, &w);
-            rv = apr_dbd_pquery(db->driver, db->pool, db->handle, &n, st, nargs,
-                                (const char **)args);
+            rv = bank_drv_pquery(db->driver, db->pool, db->handle, st, nargs, args, &n);
             rv = bank_db_watch_end(db, &w, rv, !db->in_txn);
             rc = rv == 0 ? BANK_DB_OK : bank_db_classify(db, rv);
         }
@@ -464,18 +477,18 @@ bank_db_rc bank_db_exec(bank_db_t *db, const char *label, int *affected, int nar
 /* The driver's text for a failed bookkeeping call (or the guard's, when it cut it). */
 static void query_failed(bank_db_t *db, int rv)
 {
-    db->error = db->cause ? db->cause
-                          : bank_db_error_line(db->pool, apr_dbd_error(db->driver, db->handle, rv));
-    db->cause = NULL;
+    db->error =
+        db->bound.cause ? db->bound.cause : bank_drv_error(db->pool, db->driver, db->handle, rv);
+    db->bound.cause = NULL;
 }
 
 int bank_db_query(bank_db_t *db, const char *sql)
 {
     bank_db_watch_t w;
-    int n = 0, rv;
+    int rv;
 
     bank_db_watch_begin(db, &w);
-    rv = bank_db_watch_end(db, &w, apr_dbd_query(db->driver, db->handle, &n, sql), 0);
+    rv = bank_db_watch_end(db, &w, bank_drv_query(db->driver, db->handle, sql, NULL), 0);
     if (rv != 0) {
         query_failed(db, rv);
     }
@@ -488,10 +501,8 @@ int bank_db_query_value(bank_db_t *db, const char *sql, const char **value)
     bank_db_watch_t w;
     int rv;
 
-    /* random=1: the pgsql driver reports SQL errors only in that mode. */
     bank_db_watch_begin(db, &w);
-    rv = bank_db_watch_end(db, &w, apr_dbd_select(db->driver, db->pool, db->handle, &res, sql, 1),
-                           0);
+    rv = bank_db_watch_end(db, &w, bank_drv_select(db->driver, db->pool, db->handle, sql, &res), 0);
     *value = NULL;
     if (rv != 0) {
         query_failed(db, rv);

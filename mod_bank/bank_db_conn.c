@@ -1,8 +1,9 @@
 /* The data layer's connections (bank_db_source.h): a source lends them, this file sets up
  * their session, prepares their statements, and recovers one that was lost, re-opened under
  * us, or opened read-only; and the source of one's own (bank_db_open) for bankctl and the
- * C tests. The module's source is mod_dbd's pool (mod_bank_db.c). */
-#include <stdlib.h>
+ * C tests. The module's source is mod_dbd's pool (mod_bank_db.c). The top of the data layer:
+ * it calls transactions (bank_db_txn.c), the handle (bank_db.c) and the driver
+ * (bank_db_driver.c), and hands the handle its recovery as a hook (bank_db_internal.h). */
 #include <string.h>
 #include <unistd.h>
 #include <apr_strings.h>
@@ -12,18 +13,13 @@
 
 int bank_db_conn_is_pgsql(const bank_db_conn_t *conn)
 {
-    return strcmp(apr_dbd_name(conn->driver), "pgsql") == 0;
-}
-
-int bank_db_conn_expects(const bank_db_conn_t *conn)
-{
-    return conn->statements && apr_hash_count(conn->statements) > 0;
+    return bank_drv_is_pgsql(conn->driver);
 }
 
 /* The driver's last error on handle, first line only (PostgreSQL's DETAIL quotes values). */
 static const char *last_error(apr_pool_t *p, const bank_db_conn_t *conn, apr_dbd_t *handle)
 {
-    return bank_db_error_line(p, apr_dbd_error(conn->driver, handle, 0));
+    return bank_drv_error(p, conn->driver, handle, 0);
 }
 
 /* Prepares every statement of conn->statements on handle under its label, into a new
@@ -50,7 +46,7 @@ static const char *prepare_statements(const bank_db_conn_t *conn, apr_pool_t *po
         if (!*(const char *)query) {
             continue;
         }
-        if (apr_dbd_prepare(conn->driver, pool, handle, query, label, &st) != 0) {
+        if (bank_drv_prepare(conn->driver, pool, handle, query, label, &st) != 0) {
             return label;
         }
         if (prepared && st) {
@@ -66,10 +62,9 @@ static const char *prepare_statements(const bank_db_conn_t *conn, apr_pool_t *po
 /* What each SQLite connection keeps of its own, in its own pool:
  * - read_only: SQLite opens a file that the process cannot write read-only, without an
  *   error, and keeps it so;
- * - schema: the schema version its statements were prepared against. apr_dbd's sqlite3
- *   driver prepares with sqlite3_prepare, whose statements fail for good once the schema
- *   changes (a migration by bankctl or another application on the same file), even after
- *   the change is undone; such a connection is replaced (sqlite_reopen). */
+ * - schema: the schema version its statements were prepared against (bank_db_driver.h, D7:
+ *   they fail for good once the schema changes); such a connection is replaced
+ *   (sqlite_reopen). */
 #define BANK_SQLITE_MARKS_KEY "mod_bank:sqlite_marks"
 
 typedef struct {
@@ -93,14 +88,7 @@ static sqlite_marks_t *marks(const bank_db_conn_t *conn)
 /* The schema version handle sees now, or -1. */
 static apr_int64_t sqlite_schema(const bank_db_conn_t *conn, apr_dbd_t *handle, apr_pool_t *pool)
 {
-    const char *v = NULL;
-
-    if (bank_db_query_value(bank_db_wrap(pool, conn->driver, handle, NULL), "PRAGMA schema_version",
-                            &v) != 0 ||
-        !v) {
-        return -1;
-    }
-    return apr_atoi64(v);
+    return bank_drv_sqlite_schema(conn->driver, pool, handle);
 }
 
 /* mod_bank's settings of a PostgreSQL session: BANK_PG_SESSION_SQL, and the bound on one
@@ -189,35 +177,35 @@ static int sqlite_reopen(bank_db_t *db, const char *why)
     apr_dbd_t *handle = NULL, *old = conn->handle;
     apr_hash_t *prepared;
     const char *err = NULL, *label;
-    int i, n = 0;
+    int i;
 
     if (bank_db_in_txn(db)) {
         bank_log(db->where, BANK_LOG_MARK, BANK_LOG_DEBUG,
                  BANKLOGNO(0811) "SQLite connection not replaced: inside a transaction");
         return -1;
     }
-    if (apr_dbd_open_ex(conn->driver, conn->pool, conn->params, &handle, &err) != APR_SUCCESS) {
+    if (bank_drv_open(conn->driver, conn->pool, conn->params, &handle, &err) != APR_SUCCESS) {
         bank_log(db->where, BANK_LOG_MARK, BANK_LOG_DEBUG,
                  BANKLOGNO(0809) "cannot open a new SQLite connection: %s",
                  err ? err : "no reason given");
         return -1;
     }
     for (i = 0; conn->init_sql && i < conn->init_sql->nelts; i++) {
-        apr_dbd_query(conn->driver, handle, &n, APR_ARRAY_IDX(conn->init_sql, i, const char *));
+        bank_drv_query(conn->driver, handle, APR_ARRAY_IDX(conn->init_sql, i, const char *), NULL);
     }
     session_setup(conn, handle, db->pool, db->where);
     if (!bank_db_writable_handle(db, handle)) {
         bank_log(db->where, BANK_LOG_MARK, BANK_LOG_DEBUG,
                  BANKLOGNO(0810) "a new SQLite connection cannot write either: %s",
                  last_error(db->pool, conn, handle));
-        apr_dbd_close(conn->driver, handle);
+        bank_drv_close(conn->driver, handle);
         return -1;
     }
     if ((label = prepare_statements(conn, conn->pool, handle, &prepared, NULL)) != NULL) {
         bank_log(db->where, BANK_LOG_MARK, BANK_LOG_ERR,
                  BANKLOGNO(0807) "cannot prepare %s on a new SQLite connection: %s", label,
                  last_error(db->pool, conn, handle));
-        apr_dbd_close(conn->driver, handle);
+        bank_drv_close(conn->driver, handle);
         return -1;
     }
     marks(conn)->schema = sqlite_schema(conn, handle, db->pool);
@@ -227,7 +215,7 @@ static int sqlite_reopen(bank_db_t *db, const char *why)
         db->src->ops->replaced(db->src, conn);
     }
     bank_db_replace(db, handle, prepared);
-    apr_dbd_close(conn->driver, old);
+    bank_drv_close(conn->driver, old);
     marks(conn)->read_only = 0;
     bank_log(db->where, BANK_LOG_MARK, BANK_LOG_WARNING,
              BANKLOGNO(0808) "SQLite connection %s replaced by a new one", why);
@@ -235,21 +223,19 @@ static int sqlite_reopen(bank_db_t *db, const char *why)
 }
 
 /* ---- a PostgreSQL session lost or re-opened ----
- * apr_dbd_pgsql's check_conn (mod_dbd calls it on every acquire, the data layer after a
- * failure) answers a closed connection with PQreset: a new session without the prepared
- * statements or the set-up SQL, which a pool would keep lending as healthy; every statement
- * on it fails ("prepared statement ... does not exist"). After a failed statement such a
- * session is rebuilt as it was first built. */
+ * The pgsql driver re-opens a closed connection as a session without the prepared statements
+ * or the set-up SQL (bank_db_driver.h, D5). After a failed statement such a session is
+ * rebuilt as it was first built. */
 
 /* Prepared statements in the session: -1 if it cannot be asked (connection lost). */
 static int pg_statement_count(bank_db_t *db)
 {
     const char *v = NULL;
 
-    if (bank_db_query_value(db, "SELECT count(*) FROM pg_prepared_statements", &v) != 0) {
+    if (bank_db_query_value(db, BANK_DRV_PG_COUNT_SQL, &v) != 0) {
         return -1;
     }
-    return v ? atoi(v) : -1;
+    return bank_drv_pg_count(v);
 }
 
 /* Set-up SQL, mod_bank's session settings, then every statement under its label. */
@@ -285,7 +271,8 @@ static int pg_restore(bank_db_t *db)
     return 0;
 }
 
-bank_conn_state bank_db_conn_recover(bank_db_t *db)
+/* The handle's recovery hook (bank_db_recover). */
+static bank_conn_state conn_recover(bank_db_t *db)
 {
     bank_db_conn_t *conn = db->conn;
     bank_conn_state st = BANK_CONN_FRESH;
@@ -309,21 +296,21 @@ bank_conn_state bank_db_conn_recover(bank_db_t *db)
                        : BANK_CONN_DOWN;
         }
         /* SQLite has no session to lose; a handle that fails the check is unusable. */
-        return apr_dbd_check_conn(conn->driver, db->pool, conn->handle) == APR_SUCCESS
+        return bank_drv_check(conn->driver, db->pool, conn->handle) == APR_SUCCESS
                    ? BANK_CONN_INTACT
                    : BANK_CONN_DOWN;
     }
     /* none prepared is a re-opened session only where some are expected */
-    if ((n = pg_statement_count(db)) > 0 || (n == 0 && !bank_db_conn_expects(conn))) {
+    if ((n = pg_statement_count(db)) > 0 || (n == 0 && !bank_db_expects(db))) {
         return BANK_CONN_INTACT;
     }
     if (n < 0) {
         /* Lost: PQreset re-opens it, if the server is back. */
-        if (apr_dbd_check_conn(conn->driver, db->pool, conn->handle) != APR_SUCCESS ||
+        if (bank_drv_check(conn->driver, db->pool, conn->handle) != APR_SUCCESS ||
             (n = pg_statement_count(db)) < 0) {
             return BANK_CONN_DOWN;
         }
-        if (n > 0 || !bank_db_conn_expects(conn)) {
+        if (n > 0 || !bank_db_expects(db)) {
             return n > 0 ? BANK_CONN_INTACT : BANK_CONN_RESTORED;
         }
         st = BANK_CONN_RESTORED;
@@ -345,9 +332,10 @@ bank_db_t *bank_db_acquire(bank_db_source_t *src, apr_pool_t *p, bank_log_where 
     db = bank_db_wrap(p, conn->driver, conn->handle, conn->prepared);
     db->conn = conn;
     db->src = src;
+    db->recover = conn_recover;
     db->where = where;
-    db->timeout = conn->timeout;
-    db->guard = src->guard;
+    db->bound.timeout = conn->timeout;
+    db->bound.guard = src->guard;
     if (!bank_db_conn_is_pgsql(conn)) {
         db->writer_lock = src->writer_lock;
         /* marked read-only, and the file looks writable again: replace it before use */
@@ -380,7 +368,7 @@ static apr_status_t close_conn(void *data)
 {
     bank_db_conn_t *conn = data;
 
-    apr_dbd_close(conn->driver, conn->handle);
+    bank_drv_close(conn->driver, conn->handle);
     return APR_SUCCESS;
 }
 
@@ -397,8 +385,7 @@ static bank_db_conn_t *own_acquire(bank_db_source_t *src, apr_pool_t *p, const c
     conn->pool = cp;
     conn->params = own->params;
     conn->prepared = apr_hash_make(cp);
-    if (apr_dbd_open_ex(own->driver, cp, own->params, &conn->handle, &why) != APR_SUCCESS ||
-        !conn->handle) {
+    if (bank_drv_open(own->driver, cp, own->params, &conn->handle, &why) != APR_SUCCESS) {
         *err =
             apr_pstrcat(p, "cannot open the database: ", bank_db_error_line(p, why), (char *)NULL);
         apr_pool_destroy(cp);
@@ -424,10 +411,7 @@ bank_db_source_t *bank_db_source_open(apr_pool_t *p, const char *driver_name, co
     bank_db_source_t *src;
     own_source_t *own;
 
-    apr_dbd_init(p);
-    if (apr_dbd_get_driver(p, driver_name, &driver) != APR_SUCCESS) {
-        *err = apr_psprintf(p, "apr_dbd driver %s is not available (install libaprutil1-dbd-%s)",
-                            driver_name, strcmp(driver_name, "pgsql") == 0 ? "pgsql" : "sqlite3");
+    if ((*err = bank_drv_load(p, driver_name, &driver)) != NULL) {
         return NULL;
     }
     own = apr_pcalloc(p, sizeof(*own));

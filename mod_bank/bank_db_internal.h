@@ -1,10 +1,19 @@
-/* Inside the data layer only (bank_db.c, bank_db_txn.c, bank_db_conn.c): the handle's fields
- * and the helpers these files share. */
+/* Inside the data layer only: the handle's fields, and what bank_db.c gives the layers above it
+ * (bank_db_txn.c, then bank_db_conn.c). The layers, from the bottom: bank_db_driver.c (apr_dbd
+ * and its quirks), bank_db_wait.c (bounded waits), bank_db.c (the handle, statements, rows),
+ * bank_db_txn.c (transactions), bank_db_conn.c (connections, their session and recovery).
+ * Each calls only those below it; recovery reaches down as a hook (bank_db_recover_fn). */
 #ifndef BANK_DB_INTERNAL_H
 #define BANK_DB_INTERNAL_H
 
 #include "bank_db.h"
+#include "bank_db_driver.h"
 #include "bank_db_source.h"
+#include "bank_db_wait.h"
+
+/* How the connection layer repairs a handle's connection after a failed statement
+ * (bank_db_conn.c); the handle layer calls it through bank_db_recover. */
+typedef bank_conn_state (*bank_db_recover_fn)(bank_db_t *db);
 
 struct bank_db_s {
     const apr_dbd_driver_t *driver;
@@ -16,9 +25,10 @@ struct bank_db_s {
     int txn_failed;  /* a statement failed inside the transaction: it can only roll back */
     int txn_cleanup; /* the pool cleanup that rolls back a forgotten txn is registered */
     const char *error;
-    bank_db_conn_t *conn;  /* what the source lent (NULL: a bare handle of the data layer) */
-    bank_db_source_t *src; /* where it came from */
-    bank_log_where where;  /* where the host logs what happens on it */
+    bank_db_conn_t *conn;       /* what the source lent (NULL: a bare handle of the data layer) */
+    bank_db_source_t *src;      /* where it came from */
+    bank_db_recover_fn recover; /* set with conn (bank_db_conn.c) */
+    bank_log_where where;       /* where the host logs what happens on it */
     int conn_lost;
     /* SQLite refused a write (SQLITE_READONLY: the file, its directory or the file system is
      * read-only to httpd's User); recovery then tries a new connection (bank_db_conn.c). */
@@ -28,12 +38,9 @@ struct bank_db_s {
     apr_thread_mutex_t *writer_lock;
     int holding;
     int statements; /* prepared statements run (bank_db_statements) */
-    /* PostgreSQL's bounded waits (bank_db_wait.c): the connection's timeout, the guard that cuts
-     * a statement past it, and why the last call failed when the reason is ours, not the
-     * driver's (the guard cut it; a commit came back past the bound). */
-    apr_interval_time_t timeout;
-    bank_db_guard_t *guard;
-    const char *cause;
+    /* PostgreSQL's bounded waits (bank_db_wait.h): the connection's timeout and guard, and
+     * why the last call failed when the reason is ours. */
+    bank_db_bound_t bound;
 };
 
 /* A handle on driver and handle (prepared: label -> statement, NULL for none yet), used
@@ -44,34 +51,23 @@ bank_db_t *bank_db_wrap(apr_pool_t *p, const apr_dbd_driver_t *driver, apr_dbd_t
 void bank_db_replace(bank_db_t *db, apr_dbd_t *handle, apr_hash_t *prepared);
 /* Whether a write succeeds on a SQLite handle (bank_db_writable on another handle). */
 int bank_db_writable_handle(bank_db_t *db, apr_dbd_t *handle);
-/* What a failed statement says about db's connection, after repairing it (bank_db_conn.c). */
-bank_conn_state bank_db_conn_recover(bank_db_t *db);
-/* 1 if statements are prepared on the connection (a PostgreSQL session without any was
- * re-opened under us). */
-int bank_db_conn_expects(const bank_db_conn_t *conn);
+/* 1 if statements are expected on the handle's connection (a PostgreSQL session without any
+ * was re-opened under us, D5). */
+int bank_db_expects(const bank_db_t *db);
 
-/* What a driver call returns when it succeeded but mod_bank counts it failed (db->cause):
- * a commit that came back only after the bound. */
-#define BANK_DB_RV_UNCONFIRMED (-9001)
-
-/* The bound on one PostgreSQL statement (bank_db_wait.c): watch_begin before the driver call,
- * watch_end after it with its return value (commits: the call may commit a write) gives the
- * value to go on with. */
-typedef struct {
-    int ticket;
-    apr_time_t start;
-} bank_db_watch_t;
+/* A driver call on db's connection under the bound (bank_db_wait.h); a connection the guard
+ * cut counts as lost. */
 void bank_db_watch_begin(bank_db_t *db, bank_db_watch_t *w);
 int bank_db_watch_end(bank_db_t *db, bank_db_watch_t *w, int rv, int commits);
-/* A PostgreSQL connection's socket, or -1 (no libpq loaded, no handle). */
-int bank_db_pg_socket(bank_db_t *db);
 
 /* A failed driver call's text kept and its kind: BANK_DB_BUSY or BANK_DB_ERROR. Inside a
- * transaction it can then only roll back. */
+ * transaction it can then only roll back. bank_db_classify_text: the text read before (NULL:
+ * the driver's now). */
 bank_db_rc bank_db_classify(bank_db_t *db, int rv);
+bank_db_rc bank_db_classify_text(bank_db_t *db, int rv, const char *text);
 /* After a failed statement: 1 if running it once more is both useful and safe (bank_db.c). */
 int bank_db_retry(bank_db_t *db, bank_db_rc rc, int read_only);
-/* SQLite's per-process writer lock: 1 if this call took it (then release it). */
+/* SQLite's per-process writer lock (D8): 1 if this call took it (then release it). */
 int bank_db_hold(bank_db_t *db);
 void bank_db_release(bank_db_t *db);
 

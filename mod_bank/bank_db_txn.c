@@ -1,14 +1,14 @@
 /* The data layer's transactions (bank_db.h): begin, end, and bank_db_transaction, which
  * runs a callback between a BEGIN and a COMMIT or ROLLBACK. SQLite's go through the driver
- * under the process's writer lock; PostgreSQL's are plain statements. */
-#include <string.h>
+ * under the process's writer lock; PostgreSQL's are plain statements (bank_db_driver.h, D3).
+ * Above the handle (bank_db.c), below connections (bank_db_conn.c). */
 #include "bank_db.h"
 #include "bank_db_internal.h"
 
 /* A transaction still open when its pool goes away (an early return between begin and
  * end) is rolled back, so the pooled connection never goes back to mod_dbd inside one. A
  * pre-cleanup: it runs before mod_dbd's release and before subpools (where the connection
- * lives with DBDPersist Off) are destroyed. */
+ * lives with DBDPersist Off: mod_bank_dbd.h, M6) are destroyed. */
 static apr_status_t rollback_open_txn(void *data)
 {
     bank_db_t *db = data;
@@ -18,60 +18,50 @@ static apr_status_t rollback_open_txn(void *data)
     return APR_SUCCESS;
 }
 
-/* PostgreSQL transactions are plain statements: apr-util 1.6's pgsql transaction_start
- * dereferences a NULL transaction when BEGIN fails with a result, as it does on a connection
- * the server closed (a restart), which would crash the httpd child. The same round trip
- * counts the session's prepared statements: none means libpq re-opened the connection under
- * mod_dbd, and the module repairs it before the transaction (inside one, every prepared
- * statement would fail). */
+/* PostgreSQL's BEGIN, a plain statement (D3), in the same round trip as counting the
+ * session's prepared statements (D5): none where some are expected means libpq re-opened the
+ * connection under mod_dbd, and the module repairs it before the transaction (inside one,
+ * every prepared statement would fail). */
 static bank_db_rc pg_begin(bank_db_t *db, int *fresh)
 {
     const char *count = NULL;
     bank_db_rc rc;
-    int n = 0,
-        rv = bank_db_query_value(db, "BEGIN; SELECT count(*) FROM pg_prepared_statements", &count);
+    int rv = bank_db_query_value(db, BANK_DRV_PG_BEGIN_SQL, &count);
 
     if (rv != 0) {
         rc = bank_db_classify(db, rv);
         /* never leave a half-begun transaction on the connection (fails fast if lost) */
-        apr_dbd_query(db->driver, db->handle, &n, "ROLLBACK");
+        bank_drv_end(db->driver, db->pool, db->handle, NULL, 0);
         return rc;
     }
-    *fresh = count && strcmp(count, "0") == 0;
+    *fresh = bank_drv_pg_count(count) == 0;
     return BANK_DB_OK;
 }
 
-/* COMMIT or ROLLBACK; a COMMIT that came back only after the bound failed (bank_db_wait.c). */
-static int pg_end(bank_db_t *db, const char *sql)
+/* COMMIT or ROLLBACK, watched; a COMMIT that came back only after the bound failed
+ * (bank_db_wait.c). */
+static int end_watched(bank_db_t *db, int commit)
 {
     bank_db_watch_t w;
-    int n = 0;
 
     bank_db_watch_begin(db, &w);
-    return bank_db_watch_end(db, &w, apr_dbd_query(db->driver, db->handle, &n, sql),
-                             strcmp(sql, "COMMIT") == 0);
+    return bank_db_watch_end(db, &w,
+                             bank_drv_end(db->driver, db->pool, db->handle, db->txn, commit),
+                             commit && bank_db_is_pgsql(db));
 }
 
 /* The sqlite3 driver's BEGIN, under the writer lock until bank_db_end. */
 static bank_db_rc sqlite_begin(bank_db_t *db)
 {
-    bank_db_rc rc;
+    const char *why = NULL;
     int rv;
 
     bank_db_hold(db);
-    if ((rv = apr_dbd_transaction_start(db->driver, db->pool, db->handle, &db->txn)) == 0) {
+    if ((rv = bank_drv_txn_start(db->driver, db->pool, db->handle, &db->txn, &why)) == 0) {
         return BANK_DB_OK;
     }
-    rc = bank_db_classify(db, rv);
-    /* the driver keeps a failed BEGIN's transaction on the handle: end it, or every later
-     * statement on this pooled connection would report the same error */
-    if (db->txn) {
-        apr_dbd_transaction_mode_set(db->driver, db->txn, APR_DBD_TRANSACTION_ROLLBACK);
-        apr_dbd_transaction_end(db->driver, db->pool, db->txn);
-        db->txn = NULL;
-    }
     bank_db_release(db);
-    return rc;
+    return bank_db_classify_text(db, rv, why);
 }
 
 bank_db_rc bank_db_begin(bank_db_t *db)
@@ -88,8 +78,8 @@ bank_db_rc bank_db_begin(bank_db_t *db)
         rc = pg_begin(db, &fresh);
         if (bank_db_retry(db, rc, 1)) {
             rc = pg_begin(db, &fresh);
-        } else if (rc == BANK_DB_OK && fresh && db->conn && bank_db_conn_expects(db->conn)) {
-            pg_end(db, "ROLLBACK");
+        } else if (rc == BANK_DB_OK && fresh && bank_db_expects(db)) {
+            end_watched(db, 0);
             bank_db_recover(db);
             rc = pg_begin(db, &fresh);
         }
@@ -114,14 +104,7 @@ bank_db_rc bank_db_end(bank_db_t *db, int commit)
     if (!db->in_txn) {
         return BANK_DB_ERROR;
     }
-    if (bank_db_is_pgsql(db)) {
-        rv = pg_end(db, commit && !failed ? "COMMIT" : "ROLLBACK");
-    } else {
-        if (!commit || failed) {
-            apr_dbd_transaction_mode_set(db->driver, db->txn, APR_DBD_TRANSACTION_ROLLBACK);
-        }
-        rv = apr_dbd_transaction_end(db->driver, db->pool, db->txn);
-    }
+    rv = end_watched(db, commit && !failed);
     db->txn = NULL;
     db->in_txn = 0;
     db->txn_failed = 0;

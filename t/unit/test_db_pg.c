@@ -1,6 +1,7 @@
 /* The data layer (bank_db.c, bank_sql.c, bank_store_*.c) against a live PostgreSQL: what the pgsql
  * driver hands back (timestamps in any session TimeZone, booleans, NULLs), every statement
- * preparing, and a connection the server has closed recovered. Needs
+ * preparing, a connection the server has closed recovered, and the pgsql driver's quirks the
+ * data layer works around (bank_db_driver.h: D1, D2, D3, D5, D6, D10). Needs
  * BANK_TEST_PG_PARAMS (a libpq conninfo of a migrated database): scripts/run-tests sets it under
  * DB=pgsql. Without it, it says it skipped and counts nothing. */
 #include "unit.h"
@@ -8,8 +9,9 @@
 #include <stdlib.h>
 #include <unistd.h>
 #include <apr_strings.h>
-#include <apr_dbd.h>
+#include <apr_thread_proc.h>
 
+#include "bank_db_driver.h"
 #include "bank_sql.h"
 #include "bank_store.h"
 #include "bank_time.h"
@@ -91,9 +93,74 @@ static void test_values(bank_db_t *db)
     CHECK(bank_db_bool(value(db, "SELECT FALSE")) == 0);
     CHECK(bank_db_bool("1") == 1 && bank_db_bool("true") == 1);
     CHECK(bank_db_bool("0") == 0 && bank_db_bool(NULL) == 0 && bank_db_bool("") == 0);
+    /* D2: NULL is NULL and '' is "", though apr_dbd_get_entry gives "" for both */
+    CHECK(value(db, "SELECT NULL") == NULL);
+    CHECK_STR(value(db, "SELECT ''"), "");
     CHECK(bank_store_notices_list(db, 1, &rows) == BANK_DB_OK);
     CHECK(bank_store_customer_by_email(db, "nobody-at-all@example.invalid", &c) ==
           BANK_DB_NOT_FOUND);
+}
+
+/* D1: a statement that fails at run time, not at prepare time, is reported (the pgsql driver
+ * says nothing with random=0), on its own and as a prepared one, and its text kept. */
+static void test_errors(bank_db_t *db)
+{
+    const char *v = NULL, *x[] = {"not a number"};
+    apr_array_header_t *rows;
+    static const bank_col_t cols[] = {BANK_COL(TEXT, bank_customer_t, id), BANK_COL_LAST};
+
+    CHECK(bank_db_query_value(db, "SELECT CAST('not a number' AS integer)", &v) != 0);
+    CHECK(bank_db_error(db) && strstr(bank_db_error(db), "invalid input syntax"));
+    CHECK(bank_db_prepare(db, "unit_cast", "SELECT CAST(CAST(%s AS text) AS integer)", 0) == NULL);
+    CHECK(bank_db_rows(db, "unit_cast", 1, x, cols, sizeof(bank_customer_t), &rows) ==
+          BANK_DB_ERROR);
+    CHECK(bank_db_error(db) && strstr(bank_db_error(db), "invalid input syntax"));
+}
+
+/* D6: libpq's functions are looked up once per process, whichever threads ask first and at
+ * once: every thread gets the connection's socket. Run before anything else asks. */
+typedef struct {
+    const apr_dbd_driver_t *driver;
+    apr_dbd_t *handle;
+    int fd;
+} libpq_ask_t;
+
+static void *APR_THREAD_FUNC libpq_ask(apr_thread_t *t, void *data)
+{
+    libpq_ask_t *a = data;
+
+    a->fd = bank_drv_pg_socket(a->driver, a->handle);
+    apr_thread_exit(t, APR_SUCCESS);
+    return NULL;
+}
+
+static void test_libpq_threads(apr_pool_t *p, const char *params)
+{
+    const apr_dbd_driver_t *driver = NULL;
+    apr_dbd_t *handle = NULL;
+    const char *err = NULL;
+    apr_thread_t *t[8];
+    libpq_ask_t a[8];
+    apr_status_t rv;
+    int i;
+
+    CHECK(bank_drv_load(p, "pgsql", &driver) == NULL);
+    CHECK(driver && bank_drv_open(driver, p, params, &handle, &err) == APR_SUCCESS);
+    if (!handle) {
+        return;
+    }
+    for (i = 0; i < 8; i++) {
+        a[i].driver = driver;
+        a[i].handle = handle;
+        a[i].fd = -2;
+        CHECK(apr_thread_create(&t[i], NULL, libpq_ask, &a[i], p) == APR_SUCCESS);
+    }
+    for (i = 0; i < 8; i++) {
+        apr_thread_join(&rv, t[i]);
+        CHECK(a[i].fd >= 0 && a[i].fd == a[0].fd);
+    }
+    CHECK(bank_drv_pg_can_cancel());
+    bank_drv_close(driver, handle);
 }
 
 /* Ends the session of a's backend from b, as a server restart or a network cut does, and
@@ -200,12 +267,14 @@ static void run_tests(apr_pool_t *p)
                "DB=pgsql runs it)\n");
         return;
     }
+    test_libpq_threads(p, params);
     db = open_db(p, params);
     CHECK(db != NULL);
     if (!db) {
         return;
     }
     test_statements(db);
+    test_errors(db);
     test_timestamps(db);
     test_values(db);
     test_lost_connection(p, params);

@@ -1,5 +1,6 @@
-/* The data layer (bank_db.c) on SQLite when the database refuses writes: a write refused as
- * read-only is flagged (bank_db_read_only: the module answers 503 and replaces the
+/* The data layer (bank_db.c) on SQLite, and the sqlite3 driver's quirks it works around
+ * (bank_db_driver.h: D2, D4, D7, D9). When the database refuses writes: a write
+ * refused as read-only is flagged (bank_db_read_only: the module answers 503 and replaces the
  * connection, mod_bank/mod_bank_db.c), any other failed statement is not, and reads still
  * work. The read-only connection is opened with a mode=ro URI: what SQLite does with a file
  * it cannot write, and it works as root too (root writes any file whatever its mode). */
@@ -79,6 +80,44 @@ static void test_schema_change(bank_db_t *rw)
     CHECK_STR(count(rw), "4");
 }
 
+/* apr_dbd's sqlite3 driver as bank_db_driver.h says: SQL NULL reads as NULL and '' as ""
+ * (D2), and a statement that returns a row fails apr_dbd_query (D9). */
+static void test_null(bank_db_t *db)
+{
+    const char *v = "unset";
+
+    CHECK(bank_db_query_value(db, "SELECT NULL", &v) == 0 && v == NULL);
+    CHECK(bank_db_query_value(db, "SELECT ''", &v) == 0 && v && *v == '\0');
+    CHECK(bank_db_query(db, "PRAGMA busy_timeout = 5000") != 0);
+    CHECK(bank_db_query_value(db, "PRAGMA busy_timeout", &v) == 0 && v && !strcmp(v, "5000"));
+}
+
+/* A BEGIN refused while another connection holds the write lock (D4): BUSY, and no
+ * transaction is left on the handle. Left there, the driver would keep the next failure
+ * (here a duplicate key) as the transaction's and return it for every later statement: the
+ * connection would look prepared before a schema change, and be replaced (BANK0808). */
+static void test_begin_busy(apr_pool_t *p, const char *path, bank_db_t *rw)
+{
+    const char *a[] = {"busy begin"}, *b[] = {"after busy"}, *one[] = {"one"};
+    bank_db_t *db = open_db(p, path);
+
+    CHECK(db != NULL);
+    if (!db) {
+        return;
+    }
+    (void)bank_db_query(db, "PRAGMA busy_timeout = 0"); /* returns a row (D9) */
+    unit_log_clear();
+    CHECK(bank_db_begin(rw) == BANK_DB_OK);
+    CHECK(bank_db_exec(rw, "ins", NULL, 1, a) == BANK_DB_OK);
+    CHECK(bank_db_begin(db) == BANK_DB_BUSY && !bank_db_in_txn(db));
+    CHECK(bank_db_end(rw, 1) == BANK_DB_OK);
+    CHECK(bank_db_exec(db, "dup", NULL, 1, one) == BANK_DB_ERROR);
+    CHECK(bank_db_exec(db, "ins", NULL, 1, b) == BANK_DB_OK);
+    CHECK(bank_db_begin(db) == BANK_DB_OK);
+    CHECK(bank_db_end(db, 0) == BANK_DB_OK);
+    CHECK(!unit_logged("BANK0808"));
+}
+
 static void run_tests(apr_pool_t *p)
 {
     char *path = apr_psprintf(p, "/tmp/bank-unit-sqlite-%ld.db", (long)getpid());
@@ -118,5 +157,7 @@ static void run_tests(apr_pool_t *p)
     CHECK_STR(count(rw), "2");
     test_give_back(p, path, rw);
     test_schema_change(rw);
+    test_null(rw);
+    test_begin_busy(p, path, rw);
     unlink(path);
 }
