@@ -1,11 +1,7 @@
-/* Database access through mod_dbd: statements prepared at config time, mod_dbd's pool as the
- * data layer's connection source (bank_db_source.h), and failures mapped to 503
- * (unreachable, busy) or 500. */
-#include <string.h>
-#include <strings.h>
-#include <apr_atomic.h>
+/* Database access through mod_dbd (reached through mod_bank_dbd.h, which answers its quirks):
+ * statements prepared at config time, mod_dbd's pool as the data layer's connection source
+ * (bank_db_source.h), and failures mapped to 503 (unreachable, busy) or 500. */
 #include <apr_strings.h>
-#include <apr_optional.h>
 #include <http_protocol.h>
 #include <http_request.h>
 #include <ap_mpm.h>
@@ -13,30 +9,16 @@
 #include <util_mutex.h>
 #include "mod_bank.h"
 #include "mod_bank_db.h"
+#include "mod_bank_dbd.h"
 #include "bank_db_source.h"
 #include "mod_bank_log.h"
-#include "bank_sql.h"
 #include "bank_metrics.h"
-#include <mod_dbd.h>
 
 APLOG_USE_MODULE(bank);
 
-static APR_OPTIONAL_FN_TYPE(ap_dbd_prepare) *dbd_prepare = NULL;
-static APR_OPTIONAL_FN_TYPE(ap_dbd_acquire) *dbd_acquire = NULL;
-static APR_OPTIONAL_FN_TYPE(ap_dbd_open) *dbd_open = NULL;
-static APR_OPTIONAL_FN_TYPE(ap_dbd_close) *dbd_close = NULL;
-
-/* One per process (created before the fork): SQLite writers of a process take turns (bank_db.c). */
+/* One per process (created before the fork): SQLite writers of a process take turns
+ * (bank_db_driver.h, D8). */
 static apr_thread_mutex_t *sqlite_writer = NULL;
-
-/* mod_bank's statements in their SQLite form, label -> SQL (post_config). On SQLite they are
- * not handed to mod_dbd, which would prepare them on a new connection before any
- * post_connect hook or DBDInitSQL could set a busy timeout: SQLite then fails the prepare at
- * once with "database is locked" while another process holds the database's lock (a WAL
- * checkpoint as the old processes of a graceful restart close their connections), and the
- * new process answers 503 or fails its child init. They are prepared with the connection's
- * session instead (bank_db_conn_setup), after its busy timeout. */
-static apr_hash_t *sqlite_statements = NULL;
 
 /* The drivers the servers use, as post_config found them ("sqlite3", "pgsql, sqlite3"). */
 static const char *drivers_used = NULL;
@@ -85,126 +67,29 @@ void bank_db_child_init(apr_pool_t *pchild, server_rec *s)
 
 void bank_db_retrieve_optional(void)
 {
-    dbd_prepare = APR_RETRIEVE_OPTIONAL_FN(ap_dbd_prepare);
-    dbd_acquire = APR_RETRIEVE_OPTIONAL_FN(ap_dbd_acquire);
-    dbd_open = APR_RETRIEVE_OPTIONAL_FN(ap_dbd_open);
-    dbd_close = APR_RETRIEVE_OPTIONAL_FN(ap_dbd_close);
-}
-
-/* The last DBDriver among directives (descending into conditional sections, not into
- * virtual hosts, which have their own). */
-static const char *find_driver(const ap_directive_t *d, const char *found)
-{
-    for (; d; d = d->next) {
-        if (!strcasecmp(d->directive, "DBDriver") && d->args) {
-            found = d->args;
-        } else if (d->first_child && strcasecmp(d->directive, "<VirtualHost")) {
-            found = find_driver(d->first_child, found);
-        }
-    }
-    return found;
-}
-
-/* The <VirtualHost> section that defined server s, found by its file and line. */
-static const ap_directive_t *find_vhost(const ap_directive_t *d, const server_rec *s)
-{
-    for (; d; d = d->next) {
-        if (!strcasecmp(d->directive, "<VirtualHost") &&
-            (unsigned)d->line_num == s->defn_line_number && d->filename && s->defn_name &&
-            !strcmp(d->filename, s->defn_name)) {
-            return d;
-        }
-        if (d->first_child) {
-            const ap_directive_t *v = find_vhost(d->first_child, s);
-            if (v) {
-                return v;
-            }
-        }
-    }
-    return NULL;
-}
-
-/* 1 if server sp shares its mod_dbd configuration with a server before it in the list. A
- * <VirtualHost> with no DBD directive of its own gets the main server's mod_dbd record itself
- * (httpd's merge copies the pointer), and preparing our labels a second time into the same
- * record makes mod_dbd warn "conflicting SQL statements with label" (AH02653) once per
- * statement and virtual host, on every start and graceful restart. */
-static int dbd_config_prepared(server_rec *sp, server_rec *first)
-{
-    module *dbd = ap_find_linked_module("mod_dbd.c");
-    const void *mine;
-    server_rec *prev;
-
-    if (!dbd || !(mine = ap_get_module_config(sp->module_config, dbd))) {
-        return 0;
-    }
-    for (prev = first; prev != sp; prev = prev->next) {
-        if (ap_get_module_config(prev->module_config, dbd) == mine) {
-            return 1;
-        }
-    }
-    return 0;
+    bank_dbd_retrieve();
 }
 
 /* Statements differ per driver only where PostgreSQL needs casts; the driver a server uses
- * is read from its configuration, the way mod_dbd itself will see it. */
+ * is mod_dbd's own setting (mod_bank_dbd.h). */
 int bank_db_post_config(apr_pool_t *pconf, apr_pool_t *plog, apr_pool_t *ptemp, server_rec *s)
 {
-    const char *main_driver = find_driver(ap_conftree, NULL);
-    server_rec *sp;
-    const bank_stmt_t *st;
-    int i;
+    int loaded = bank_dbd_retrieve(); /* the optional_fn_retrieve hook runs after post_config */
     (void)plog;
 
-    bank_db_retrieve_optional(); /* the optional_fn_retrieve hook runs after post_config */
     drivers_used = "";
     uses_pgsql = 0;
-    sqlite_statements = apr_hash_make(pconf);
-    for (i = 0; (st = bank_stmt_at(i)) != NULL; i++) {
-        apr_hash_set(sqlite_statements, st->label, APR_HASH_KEY_STRING,
-                     bank_stmt_expand(pconf, st->sql, 0));
-    }
     if (apr_thread_mutex_create(&sqlite_writer, APR_THREAD_MUTEX_DEFAULT, pconf) != APR_SUCCESS) {
         sqlite_writer = NULL;
         ap_log_error(APLOG_MARK, APLOG_WARNING, 0, s,
                      BANKLOGNO(0607) "no SQLite writer lock: concurrent writers may stall");
     }
-    if (!dbd_prepare) {
+    if (!loaded) {
         ap_log_error(APLOG_MARK, APLOG_CRIT, 0, s,
                      BANKLOGNO(0201) "mod_dbd is not loaded: LoadModule dbd_module first");
         return HTTP_INTERNAL_SERVER_ERROR;
     }
-    for (sp = s; sp; sp = sp->next) {
-        const char *driver = main_driver;
-        if (dbd_config_prepared(sp, s)) {
-            continue;
-        }
-        if (sp->is_virtual) {
-            const ap_directive_t *v = find_vhost(ap_conftree, sp);
-            if (v && v->first_child) {
-                driver = find_driver(v->first_child, main_driver);
-            }
-        }
-        if (!driver) {
-            continue; /* no database here: the handlers answer 503 */
-        }
-        driver = apr_pstrdup(pconf, driver);
-        if (driver[0] == '"' && strlen(driver) >= 2) {
-            driver = apr_pstrndup(pconf, driver + 1, strlen(driver) - 2);
-        }
-        if (!ap_find_token(ptemp, drivers_used, driver)) {
-            drivers_used = *drivers_used
-                               ? apr_pstrcat(pconf, drivers_used, ", ", driver, (char *)NULL)
-                               : driver;
-        }
-        if (strcmp(driver, "pgsql") != 0) {
-            continue; /* SQLite: prepared with each connection's session (above) */
-        }
-        uses_pgsql = 1;
-        for (i = 0; (st = bank_stmt_at(i)) != NULL; i++) {
-            dbd_prepare(sp, bank_stmt_expand(pconf, st->sql, 1), st->label);
-        }
-    }
+    drivers_used = bank_dbd_prepare_all(pconf, ptemp, s, &uses_pgsql);
     return OK;
 }
 
@@ -228,11 +113,9 @@ static bank_db_conn_t *conn_of(ap_dbd_t *dbd)
     return conn;
 }
 
-/* mod_dbd's post_connect hook, first: describe the connection and set up the session.
- * First, because mod_dbd's own post_connect runs DBDInitSQL and stops at the first
- * statement that returns a row, such as SQLite's "PRAGMA busy_timeout = 2000": any
- * DBDInitSQL after that one never runs, and neither does a later hook. mod_dbd prepared its
- * statements before, and SQLite's session expires them: prepared again. */
+/* mod_dbd's post_connect hook, first (mod_bank_dbd.h, M4): describe the connection and set up
+ * the session. mod_dbd prepared its statements before, and SQLite's session expires them:
+ * prepared again. */
 static apr_status_t bank_db_post_connect(apr_pool_t *pool, dbd_cfg_t *cfg, ap_dbd_t *rec)
 {
     bank_db_conn_t *conn = apr_pcalloc(rec->pool, sizeof(*conn));
@@ -244,10 +127,7 @@ static apr_status_t bank_db_post_connect(apr_pool_t *pool, dbd_cfg_t *cfg, ap_db
     conn->pool = rec->pool;
     conn->params = cfg->params;
     conn->init_sql = cfg->init_queries;
-    conn->statements = cfg->queries;
-    if (!bank_db_conn_is_pgsql(conn) && sqlite_statements) {
-        conn->statements = apr_hash_overlay(rec->pool, sqlite_statements, cfg->queries);
-    }
+    conn->statements = bank_dbd_statements(cfg, rec);
     conn->timeout = db_timeout;
     conn->source_data = rec;
     apr_pool_userdata_setn(conn, BANK_DBD_CONN_KEY, NULL, rec->pool);
@@ -256,8 +136,8 @@ static apr_status_t bank_db_post_connect(apr_pool_t *pool, dbd_cfg_t *cfg, ap_db
     return OK;
 }
 
-/* mod_dbd's post_connect hook, last: on PostgreSQL mod_bank's session settings again, after
- * DBDInitSQL (when that ran to its end), so they win over an operator's. */
+/* mod_dbd's post_connect hook, last (M4): on PostgreSQL mod_bank's session settings again,
+ * after DBDInitSQL (when that ran to its end), so they win over an operator's. */
 static apr_status_t bank_db_post_connect_last(apr_pool_t *pool, dbd_cfg_t *cfg, ap_dbd_t *rec)
 {
     bank_db_conn_t *conn = conn_of(rec);
@@ -269,31 +149,16 @@ static apr_status_t bank_db_post_connect_last(apr_pool_t *pool, dbd_cfg_t *cfg, 
     return OK;
 }
 
-/* mod_dbd makes a process's pools in its child_init; mod_watchdog starts the threads of
- * background work (the push sender, the token-use writer) in its own, which may run first.
- * A background connection is asked for only once mod_dbd's has run in this process: before
- * it, ap_dbd_open finds no pool and fails without a word. */
-static apr_uint32_t dbd_ready;
-
-static void dbd_ready_child_init(apr_pool_t *pchild, server_rec *s)
-{
-    (void)pchild;
-    (void)s;
-    apr_atomic_set32(&dbd_ready, 1);
-}
-
+/* The background threads (the push sender, the token-use writer) ask for a connection only
+ * once mod_dbd has made this process's pools (mod_bank_dbd.h, M5). */
 int bank_db_background_ready(void)
 {
-    return apr_atomic_read32(&dbd_ready) != 0;
+    return bank_dbd_ready();
 }
 
 void bank_db_register_hooks(void)
 {
-    static const char *const after_dbd[] = {"mod_dbd.c", NULL};
-
-    ap_hook_child_init(dbd_ready_child_init, after_dbd, NULL, APR_HOOK_MIDDLE);
-    APR_OPTIONAL_HOOK(dbd, post_connect, bank_db_post_connect, NULL, NULL, APR_HOOK_FIRST);
-    APR_OPTIONAL_HOOK(dbd, post_connect, bank_db_post_connect_last, NULL, NULL, APR_HOOK_LAST);
+    bank_dbd_register_hooks(bank_db_post_connect, bank_db_post_connect_last);
 }
 
 /* A connection the data layer re-opened: mod_dbd pools the new one from now on. */
@@ -316,7 +181,7 @@ static bank_db_conn_t *no_conn_record(const char **err)
 /* The request's connection (ap_dbd_acquire: mod_dbd gives it back when the request ends). */
 static bank_db_conn_t *request_acquire(bank_db_source_t *src, apr_pool_t *p, const char **err)
 {
-    ap_dbd_t *dbd = dbd_acquire ? dbd_acquire(src->data) : NULL;
+    ap_dbd_t *dbd = bank_dbd_acquire(src->data);
     bank_db_conn_t *conn;
     (void)p;
 
@@ -368,7 +233,7 @@ static apr_status_t lease_end(void *data)
 {
     lease_t *l = data;
 
-    dbd_close(l->s, l->dbd);
+    bank_dbd_close(l->s, l->dbd);
     if (l->held) {
         l->held->leases--;
     }
@@ -381,7 +246,7 @@ static bank_db_conn_t *lease_acquire(bank_db_source_t *src, apr_pool_t *p, const
     bank_db_conn_t *conn;
     (void)p;
 
-    if (!dbd_open || !dbd_close || !(l->dbd = dbd_open(l->lease, l->s))) {
+    if (!(l->dbd = bank_dbd_open(l->lease, l->s))) {
         *err = "no database connection (see mod_dbd's messages above)";
         return NULL;
     }

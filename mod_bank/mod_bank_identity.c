@@ -6,11 +6,10 @@
 #include <string.h>
 #include <apr_strings.h>
 #include <apr_file_info.h>
-#include <apr_dbd.h>
 #include <http_core.h>
-#include <mod_dbd.h>
 #include <openssl/crypto.h>
 #include "mod_bank.h"
+#include "mod_bank_dbd.h"
 #include "mod_bank_identity.h"
 #include "bank_crypt.h"
 #include "bank_migrate.h"
@@ -113,26 +112,21 @@ const char *bank_identity_set_hash_key(cmd_parms *cmd, void *cfg, const char *pa
     return err;
 }
 
-/* mod_dbd's settings of server s (its record begins with a pointer to them), or NULL when
- * it has no DBDriver sqlite3 or pgsql. */
-static const dbd_cfg_t *server_dbd(server_rec *s)
+/* 1 if server s has a database of mod_dbd's that mod_bank serves from (DBDriver sqlite3 or
+ * pgsql), its driver and params then in *driver and *params. */
+static int server_db(server_rec *s, const char **driver, const char **params)
 {
-    module *dbd = ap_find_linked_module("mod_dbd.c");
-    dbd_cfg_t *const *rec = dbd ? ap_get_module_config(s->module_config, dbd) : NULL;
-    const dbd_cfg_t *cfg = rec ? *rec : NULL;
-
-    if (!cfg || !cfg->server || !cfg->name || !cfg->params ||
-        (strcmp(cfg->name, "sqlite3") != 0 && strcmp(cfg->name, "pgsql") != 0)) {
-        return NULL;
-    }
-    return cfg;
+    return bank_dbd_server(s, driver, params) && *params &&
+           (strcmp(*driver, "sqlite3") == 0 || strcmp(*driver, "pgsql") == 0);
 }
 
 /* 1 if a server (the main one or a virtual host) has a database, so identity data. */
 static int any_database(server_rec *s)
 {
+    const char *driver, *params;
+
     for (; s; s = s->next) {
-        if (server_dbd(s)) {
+        if (server_db(s, &driver, &params)) {
             return 1;
         }
     }
@@ -180,24 +174,25 @@ static int schema_ok(bank_db_t *db, server_rec *s, const char *then)
 static bank_db_t *open_db(apr_pool_t *p, server_rec *s, const char *then, int *schema,
                           const char **why)
 {
-    const dbd_cfg_t *cfg = NULL;
+    const char *driver = NULL, *params = NULL;
+    server_rec *sp;
     apr_finfo_t fi;
     bank_db_t *db;
 
     *why = NULL;
-    for (; s && !cfg; s = s->next) {
-        cfg = server_dbd(s);
+    sp = s;
+    while (sp && !server_db(sp, &driver, &params)) {
+        sp = sp->next; /* the first server with a database */
     }
-    if (!cfg) {
+    if (!sp) {
         *why = "no DBDriver sqlite3 or pgsql";
         return NULL;
     }
-    if (strcmp(cfg->name, "sqlite3") == 0 &&
-        apr_stat(&fi, cfg->params, APR_FINFO_TYPE, p) != APR_SUCCESS) {
+    if (strcmp(driver, "sqlite3") == 0 && apr_stat(&fi, params, APR_FINFO_TYPE, p) != APR_SUCCESS) {
         *why = "the SQLite file is not there";
         return NULL;
     }
-    if (!(db = bank_db_open(p, cfg->name, cfg->params, why))) {
+    if (!(db = bank_db_open(p, driver, params, why))) {
         return NULL;
     }
     /* A graceful restart runs this while the children write: wait for their locks as they

@@ -1,5 +1,5 @@
 /* The data layer (bank_db.c) on SQLite, and the sqlite3 driver's quirks it works around
- * (bank_db_driver.h: D2, D4, D7, D9). When the database refuses writes: a write
+ * (bank_db_driver.h: D2, D4, D7, D9; mod_bank_dbd.h: M6). When the database refuses writes: a write
  * refused as read-only is flagged (bank_db_read_only: the module answers 503 and replaces the
  * connection, mod_bank/mod_bank_db.c), any other failed statement is not, and reads still
  * work. The read-only connection is opened with a mode=ro URI: what SQLite does with a file
@@ -118,6 +118,26 @@ static void test_begin_busy(apr_pool_t *p, const char *path, bank_db_t *rw)
     CHECK(!unit_logged("BANK0808"));
 }
 
+/* A transaction left open when the handle's pool goes (mod_bank_dbd.h, M6): with DBDPersist
+ * Off mod_dbd keeps the connection in a subpool of that pool, destroyed before the pool's own
+ * cleanups run, as bank_db_open's source does here. The rollback runs before it, on the
+ * connection still open (a cleanup would run on a closed one): nothing written, no lock kept.
+ * What this shows is the outcome; SQLite itself also rolls back a connection it closes. */
+static void test_pool_gone(apr_pool_t *p, const char *path, bank_db_t *rw)
+{
+    const char *b[] = {"after pool gone"}, *before = count(rw), *err = NULL;
+    apr_pool_t *sub;
+    bank_db_t *db;
+
+    apr_pool_create(&sub, p);
+    db = bank_db_open(sub, "sqlite3", path, &err);
+    CHECK(db && bank_db_begin(db) == BANK_DB_OK);
+    CHECK(db && bank_db_query(db, "INSERT INTO t (k) VALUES ('pool gone')") == 0);
+    apr_pool_destroy(sub);
+    CHECK_STR(count(rw), before);
+    CHECK(bank_db_exec(rw, "ins", NULL, 1, b) == BANK_DB_OK);
+}
+
 static void run_tests(apr_pool_t *p)
 {
     char *path = apr_psprintf(p, "/tmp/bank-unit-sqlite-%ld.db", (long)getpid());
@@ -159,5 +179,6 @@ static void run_tests(apr_pool_t *p)
     test_schema_change(rw);
     test_null(rw);
     test_begin_busy(p, path, rw);
+    test_pool_gone(p, path, rw);
     unlink(path);
 }
