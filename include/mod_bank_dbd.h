@@ -37,7 +37,12 @@
  *  M6 With DBDPersist Off a request's connection lives in a subpool of r->pool, destroyed
  *     before r->pool's own cleanups run: the data layer rolls back a forgotten transaction in
  *     a pre-cleanup (bank_db_txn.c). Test: t/unit/test_db_sqlite.c, test_pool_gone (the outcome:
- *     nothing written, no lock left). */
+ *     nothing written, no lock left).
+ *  M7 mod_dbd's post_config sorts the servers' statements into its connection pools: a
+ *     statement handed to it after that may never reach a pool's connections. mod_bank's
+ *     post_config, which calls bank_dbd_prepare_all, runs before mod_dbd's; that order is
+ *     still registered in mod_bank.c (bank_register_hooks, "before_dbd") with the module's
+ *     other hooks. Tests: t/config/vhosts.t and t/api/endpoints under DB=pgsql. */
 #ifndef MOD_BANK_DBD_H
 #define MOD_BANK_DBD_H
 

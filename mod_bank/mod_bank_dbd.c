@@ -1,4 +1,4 @@
-/* mod_dbd as mod_bank meets it (mod_bank_dbd.h lists its quirks, M1 to M6, with the httpd
+/* mod_dbd as mod_bank meets it (mod_bank_dbd.h lists its quirks, M1 to M7, with the httpd
  * version they were seen in and their tests): its optional functions, its per-server records,
  * the statements handed to it at config time, and the order of its hooks. */
 #include <string.h>
