@@ -46,10 +46,11 @@
  *     another thread of the same process holds keeps that thread from going on (10 s a
  *     statement with busy_timeout 10000). Writers of a process take turns before they reach
  *     the driver (the writer lock: bank_db_hold in bank_db.c, bank_db_source_t).
- *     Test: t/api/endpoints/sign_in_concurrent.t.
+ *     Test: t/api/endpoints/bvn_race.t (no request stalled).
  *  D9 sqlite3: apr_dbd_query reports an error for a statement that returns a row, such as
  *     "PRAGMA busy_timeout = N": such set-up statements run through bank_drv_query and their
- *     result is not read as a failure. Test: t/api/resilience/sqlite_session.t.
+ *     result is not read as a failure. Tests: t/unit/test_db_sqlite.c, test_null;
+ *     t/api/resilience/sqlite_session.t.
  *  D10 apr_dbd turns every "%" and a letter into a parameter, even inside a string literal:
  *     not code but a rule for SQL text (bank_sql.c writes "%%"); pgsql prepares "%s" as
  *     varchar (bank_sql.c's {markers} add the casts). Test: t/unit/test_db_pg.c,
