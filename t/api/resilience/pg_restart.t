@@ -85,7 +85,9 @@ is(db_value('SHOW TimeZone'), $zone,
 
 my $log = error_log_since($mark);
 ok($log !~ /exit signal|Segmentation|AH00052/, 'no httpd child crashed');
-ok($log =~ /BANK0203: token lookup: /, 'outage: the failed lookups are logged');
+# A pooled connection meets the stopped server in the lookup (BANK0203); one the token-use
+# writer's failed round left the pool without is reopened, and that fails (BANK0202).
+ok($log =~ /BANK0203: token lookup: |BANK0202: /, 'outage: the failed lookups are logged');
 ok($log =~ /BANK0806: database connection was re-opened/,
     'after: a connection re-opened by libpq was restored, and logged');
 ok($log !~ /BANK0203: [^\n]*does not exist/, 'after: no request failed on a session without its statements');
