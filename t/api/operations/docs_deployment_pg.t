@@ -16,7 +16,7 @@ use Apache::Test qw(-withtestmore);
 use File::Temp qw(tempdir);
 use Bank::Test;
 use Bank::Docs qw(doc_block substitute free_port spew slurp exercise bad_log_lines
-  production_paths);
+  production_paths tls_postgres);
 use Bank::Push qw(fake_start fake_stop fake_calls wait_for $PROJECT);
 
 plan skip_all => 'the PostgreSQL path: make test DB=pgsql (this run: SQLite)'
@@ -28,36 +28,15 @@ plan skip_all => 'needs mod_ssl (Debian apache2)' unless -e '/usr/lib/apache2/mo
 my $work = $ENV{BANK_TEST_ROOT};
 my $dir  = tempdir(CLEANUP => 1, DIR => $work);
 chmod 0755, $dir;
-mkdir "$dir/$_" for qw(run log ssl ca pg);
+mkdir "$dir/$_" for qw(run log ssl);
 my $etc    = "$dir/etc";
 my $port   = free_port();
-my $pgport = free_port();
-my $bindir = `$ENV{BANK_PGCLUSTER} bindir $dir/pg`;
-chomp $bindir;
 local $ENV{HOME} = '/root';    # a root shell's, as the operator's
-
-# --- a CA and the database server's certificate (CN and SAN localhost) ---------------------------
 my $ssl = sub { my $o = `openssl @_ 2>&1`; is($?, 0, "openssl $_[0]") or diag($o) };
-$ssl->("req -x509 -newkey rsa:2048 -nodes -days 2 -subj /CN=test-db-ca -keyout $dir/ca/ca.key -out $dir/ca/ca.pem");
-spew("$dir/ca/ext.cnf", "subjectAltName = DNS:localhost\nbasicConstraints = CA:FALSE\n");
-$ssl->("req -newkey rsa:2048 -nodes -subj /CN=localhost -keyout $dir/pg/server.key -out $dir/ca/server.csr");
-$ssl->("x509 -req -days 2 -in $dir/ca/server.csr -CA $dir/ca/ca.pem -CAkey $dir/ca/ca.key -CAcreateserial -extfile $dir/ca/ext.cnf -out $dir/pg/server.crt");
 
-# --- the PostgreSQL server: TLS and a password only, on 127.0.0.1 ---------------------------------
-system('chown', '-R', 'postgres:postgres', "$dir/pg");
-chmod 0600, "$dir/pg/server.key";
-chmod 0700, "$dir/pg";
-my $pg = sub { my $o = `runuser -u postgres -- @_ 2>&1`; return ($?, $o) };
-my ($rc, $out) = $pg->("$bindir/initdb -D $dir/pg/data -A trust -U postgres --no-sync -E UTF8");
-is($rc, 0, 'initdb') or diag($out);
-spew("$dir/pg/data/pg_hba.conf", "local all postgres trust\n"
-      . "hostssl bank all 127.0.0.1/32 scram-sha-256\nhostnossl all all 0.0.0.0/0 reject\n");
-($rc, $out) = $pg->("$bindir/pg_ctl -D $dir/pg/data -l $dir/pg/log -w start -o "
-      . "\"-c listen_addresses=127.0.0.1 -c port=$pgport -k $dir/pg -c ssl=on "
-      . "-c ssl_cert_file=$dir/pg/server.crt -c ssl_key_file=$dir/pg/server.key "
-      . "-c max_connections=350 -c fsync=off\"");
-is($rc, 0, 'PostgreSQL starts, TLS only') or diag($out, -e "$dir/pg/log" ? slurp("$dir/pg/log") : '');
-END { system("runuser -u postgres -- $bindir/pg_ctl -D $dir/pg/data -m immediate stop >/dev/null 2>&1") if $dir }
+# --- the PostgreSQL server: TLS and a password only, on 127.0.0.1, its CA in $dir/ca ------------
+my $server = tls_postgres($dir);
+my $pgport = $server->{port};
 
 # --- /etc/mod_bank as section 2 prints it ---------------------------------------------------------
 system("install -d -m 0750 -o root -g www-data $etc") == 0 or die 'install -d';
@@ -73,11 +52,11 @@ chmod 0600, "$etc/pgpass";
 # --- the identity keys the configuration includes, made as docs/operations.md says ---------------
 my $keys = doc_block('docs/operations.md', 'operations-identity-keys') =~ s{/etc/mod_bank}{$etc}gr;
 spew("$dir/keys.sh", "set -e\n$keys");
-$out = `sh $dir/keys.sh 2>&1`;
+my $out = `sh $dir/keys.sh 2>&1`;
 is($?, 0, 'the identity keys made as docs/operations.md says') or diag($out);
 
 # --- section 1: roles, database, migration with verify-full ---------------------------------------
-my $psql = "runuser -u postgres -- $bindir/psql -h $dir/pg -p $pgport -v ON_ERROR_STOP=1";
+my $psql = $server->{psql};
 my $steps = substitute(doc_block('docs/deployment.md', 'deployment-pg-roles'), 'section 1',
     'runuser -u postgres -- psql'     => $psql,
     '@db1.internal/bank'              => "\@localhost:$pgport/bank",

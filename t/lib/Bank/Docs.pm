@@ -21,7 +21,7 @@ use Bank::BvnTest qw(next_bvn);
 use Bank::Webhook qw(notice notice_json hmac);
 
 our @EXPORT_OK = qw(doc_block substitute free_port run_user slurp spew exercise bad_log_lines
-  private_conf debian_apache2 production_paths);
+  private_conf debian_apache2 production_paths tls_postgres);
 
 
 # The fenced block right after <!-- docs-test: NAME --> in FILE (the suite's own copy).
@@ -58,6 +58,44 @@ sub production_paths {
         '/usr/lib/apache2/modules/mod_bank.so' => $ENV{BANK_MODULE});
 }
 
+
+# A PostgreSQL server of a test's own for docs/deployment.md's TLS path (as root): a CA made
+# in $dir/ca (ca.pem) signs its certificate (CN and SAN localhost); on 127.0.0.1 it accepts
+# only TLS connections with a password (scram-sha-256) to the database bank, and postgres,
+# trusted, on its socket in $dir/pg. Stopped when the test ends. Returns {port, bindir, psql:
+# psql as postgres on the socket, stopping at the first error}.
+my @pg_stop;
+END { system("runuser -u postgres -- $_ >/dev/null 2>&1") for @pg_stop }
+
+sub tls_postgres {
+    my ($dir) = @_;
+    mkdir "$dir/$_" for qw(ca pg);
+    my $port   = free_port();
+    my $bindir = `$ENV{BANK_PGCLUSTER} bindir $dir/pg`;
+    chomp $bindir;
+    my $ssl = sub { my $o = `openssl @_ 2>&1`; is($?, 0, "openssl $_[0]") or diag($o) };
+    $ssl->("req -x509 -newkey rsa:2048 -nodes -days 2 -subj /CN=test-db-ca -keyout $dir/ca/ca.key -out $dir/ca/ca.pem");
+    spew("$dir/ca/ext.cnf", "subjectAltName = DNS:localhost\nbasicConstraints = CA:FALSE\n");
+    $ssl->("req -newkey rsa:2048 -nodes -subj /CN=localhost -keyout $dir/pg/server.key -out $dir/ca/server.csr");
+    $ssl->("x509 -req -days 2 -in $dir/ca/server.csr -CA $dir/ca/ca.pem -CAkey $dir/ca/ca.key -CAcreateserial -extfile $dir/ca/ext.cnf -out $dir/pg/server.crt");
+    system('chown', '-R', 'postgres:postgres', "$dir/pg");
+    chmod 0600, "$dir/pg/server.key";
+    chmod 0700, "$dir/pg";
+    my $pg = sub { my $o = `runuser -u postgres -- @_ 2>&1`; return ($?, $o) };
+    my ($rc, $out) = $pg->("$bindir/initdb -D $dir/pg/data -A trust -U postgres --no-sync -E UTF8");
+    is($rc, 0, 'initdb') or diag($out);
+    spew("$dir/pg/data/pg_hba.conf", "local all postgres trust\n"
+          . "hostssl bank all 127.0.0.1/32 scram-sha-256\nhostnossl all all 0.0.0.0/0 reject\n");
+    ($rc, $out) = $pg->("$bindir/pg_ctl -D $dir/pg/data -l $dir/pg/log -w start -o "
+          . "\"-c listen_addresses=127.0.0.1 -c port=$port -k $dir/pg -c ssl=on "
+          . "-c ssl_cert_file=$dir/pg/server.crt -c ssl_key_file=$dir/pg/server.key "
+          . "-c max_connections=350 -c fsync=off\"");
+    is($rc, 0, 'PostgreSQL starts, TLS only')
+      or diag($out, -e "$dir/pg/log" ? slurp("$dir/pg/log") : '');
+    push @pg_stop, "$bindir/pg_ctl -D $dir/pg/data -m immediate stop";
+    return { port => $port, bindir => $bindir,
+        psql => "runuser -u postgres -- $bindir/psql -h $dir/pg -p $port -v ON_ERROR_STOP=1" };
+}
 
 # A copy of Debian's /etc/apache2 at $dest holding only what the apache2 package owns: the
 # files of other packages (libapache2-mod-bank, mod_perl, ...) and every enabled link to them
