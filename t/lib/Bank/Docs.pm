@@ -21,7 +21,8 @@ use Bank::BvnTest qw(next_bvn);
 use Bank::Webhook qw(notice notice_json hmac);
 
 our @EXPORT_OK = qw(doc_block substitute free_port run_user slurp spew exercise bad_log_lines
-  private_conf debian_apache2 production_paths tls_postgres);
+  private_conf debian_apache2 production_paths backup_files backup_twice tls_postgres
+  signin_httpd restored_served);
 
 
 # The fenced block right after <!-- docs-test: NAME --> in FILE (the suite's own copy).
@@ -95,6 +96,106 @@ sub tls_postgres {
     push @pg_stop, "$bindir/pg_ctl -D $dir/pg/data -m immediate stop";
     return { port => $port, bindir => $bindir,
         psql => "runuser -u postgres -- $bindir/psql -h $dir/pg -p $port -v ON_ERROR_STOP=1" };
+}
+
+# The server of the backup tests (docs_backup*.t): private_conf's httpd in $dir with
+# sign-in only (client key backup-client-key), its children www-data as Debian's (the owner
+# of an SQLite file or of a libpq password file), on DBDParams $params and the keys file of
+# $etc. Returns a sub that starts it (a Bank::Docs::Httpd; the test stops it) and one that
+# signs a customer (new_customer's hash) in and returns the answer.
+sub signin_httpd {
+    my ($dir, $etc, $params) = @_;
+    my $port = free_port();
+    my $conf = private_conf($dir, 'httpd', $port);
+    $conf =~ s/^User nobody\nGroup nogroup$/User www-data\nGroup www-data/m or die 'no User';
+    $conf =~ s/^DBDParams .*$/DBDParams "$params"/m or die 'no DBDParams';
+    $conf =~ s/^Include "\Q$ENV{BANK_TEST_KEYS}\E"$/Include "$etc\/identity-keys.conf"/m
+      or die 'no keys line';
+    spew("$dir/httpd.conf", "$conf\nBankClientKey backup-client-key\n"
+          . "<Location /auth/sign_in>\n    SetHandler bank-sign-in\n</Location>\n");
+    my $start = sub {
+        my $h = Bank::Docs::Httpd->new(args => ['-f', "$dir/httpd.conf"], port => $port,
+            log => "$dir/httpd.log", pidfile => "$dir/httpd.pid");
+        $h->start($_[0]) or BAIL_OUT('httpd does not serve');
+        return $h;
+    };
+    my $sign_in = sub {
+        my ($c) = @_;
+        return json_request(POST => "http://127.0.0.1:$port/auth/sign_in",
+            headers => { Authorization => 'Bearer backup-client-key' },
+            body => { email => $c->{email}, password => $c->{password},
+                deviceToken => 'backup-' . unique() });
+    };
+    return ($start, $sign_in);
+}
+
+# Runs a backup block of docs/deployment.md's section 7 ($block, its directories already
+# replaced by $dir/sbin, $dir/cron.d, $dir/backup and $dir/keys-backup) as written, which
+# makes the script, its cron line and a first run; a customer is added, the script run
+# again, another customer added; then backup_files. Returns the two customers: the one in
+# the second backup only and the one in neither.
+sub backup_twice {
+    my ($dir, $block, $ext) = @_;
+    spew("$dir/backup.sh", $block);
+    my $out = `sh -e '$dir/backup.sh' 2>&1`;
+    is($?, 0, 'the backup block runs as written (script, cron line, first run)') or diag($out);
+    like(slurp("$dir/cron.d/bank-backup"), qr{^15 2 \* \* \* root \Q$dir\E/sbin/bank-backup$}m,
+        'the cron line runs the script daily as root');
+    my $second = new_customer();
+    $out = `'$dir/sbin/bank-backup' 2>&1`;
+    is($?, 0, 'a second run') or diag($out);
+    my $third = new_customer();
+    backup_files("$dir/backup/mod_bank", $ext, "$dir/keys-backup", "$dir/backup");
+    return ($second, $third);
+}
+
+# After a restore of docs/deployment.md's section 7: the keys back in $etc (root's, 0600),
+# httpd started again ($start from signin_httpd) serving the restored data: $second (in the
+# newest backup) signs in, $third (added after it) does not, and the BVN record $bvn (date
+# of birth 1984-02-29, sealed before the backups) reads back with the restored keys.
+sub restored_served {
+    my ($etc, $start, $sign_in, $second, $third, $bvn) = @_;
+    is(join(' ', (stat "$etc/keys/k1.key")[4], sprintf '%04o', (stat _)[2] & 07777), '0 0600',
+        'the keys are back, root\'s, 0600');
+    my $h = $start->('after the restore');
+    is($sign_in->($second)->code, 200, 'a customer made before the newest backup signs in');
+    is($sign_in->($third)->code, 400, 'one made after it is not in the restored database');
+    like(bankctl('bvn', 'show', '--bvn', $bvn), qr/"dateOfBirth":"1984-02-29"/,
+        'a BVN record sealed before the backup reads back with the restored keys');
+    $h->stop;
+}
+
+# What two runs of docs/deployment.md's backup script (section 7) leave: in $db_dir two
+# database files (bank-RUN.$ext), in $keys_dir two keys archives (keys-RUN.tar), one of each
+# per run (the same RUN, its date, time and random part, in both names), every file root's
+# and 0600, every directory (those two and @dirs) root's and 0700. Returns the database
+# files.
+sub backup_files {
+    my ($db_dir, $ext, $keys_dir, @dirs) = @_;
+    for my $d ($db_dir, $keys_dir, @dirs) {
+        is(join(' ', (stat $d)[4], sprintf '%04o', (stat _)[2] & 07777), '0 0700',
+            "backup: $d is root's, 0700");
+    }
+    my @db   = sort glob("$db_dir/bank-*.$ext");
+    my @keys = sort glob("$keys_dir/keys-*.tar");
+    is(scalar @db, 2, "backup: two runs, two database files in $db_dir")
+      or diag(`ls -la $db_dir`);
+    is(scalar @keys, 2, "backup: two runs, two keys archives in $keys_dir")
+      or diag(`ls -la $keys_dir`);
+    my $run = sub { ($_[0] =~ m{/(?:bank|keys)-(\d{8}-\d{6}-\w{6})\.\w+$})[0] // 'none' };
+    is_deeply([sort map { $run->($_) } @keys], [sort map { $run->($_) } @db],
+        'backup: each run\'s keys archive has its database file\'s name (time, random part)');
+    is_deeply([grep { -s $_ == 0 } @db, @keys], [], 'backup: no file is empty');
+    my @other = grep { !/\.(?:\Q$ext\E|tar)$/ } glob("$db_dir/*"), glob("$keys_dir/*");
+    is_deeply(\@other, [], 'backup: nothing else left beside them');
+    for my $f (@db, @keys) {
+        is(join(' ', (stat $f)[4], sprintf '%04o', (stat _)[2] & 07777), '0 0600',
+            "backup: $f is root's, 0600");
+    }
+    like(`tar -tf '$keys[-1]' 2>&1`,
+        qr{^identity-keys\.conf\n(?:\./)?keys/\n(?:.*\n)*keys/k1\.key$}m,
+        'backup: the keys archive holds the keys file and the key files');
+    return @db;
 }
 
 # A copy of Debian's /etc/apache2 at $dest holding only what the apache2 package owns: the
