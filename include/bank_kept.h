@@ -32,7 +32,7 @@ bank_kept_t *bank_kept_create(apr_pool_t *p, int max_entries, apr_time_t max_age
 bank_kept_t *bank_kept_create_fields(apr_pool_t *p, int max_entries, apr_time_t max_age,
                                      int nfields, const char **err);
 /* As bank_kept_get and _put, for a cache of nfields strings (fields: that many,
- * copied into p on a hit; any may be NULL). */
+ * copied into p on a hit; any may be NULL; fields NULL: nothing copied). */
 int bank_kept_get_fields(bank_kept_t *c, apr_pool_t *p, const void *scope, const char *id,
                          apr_time_t max_age, const char **fields);
 void bank_kept_put_fields(bank_kept_t *c, const void *scope, const char *id,

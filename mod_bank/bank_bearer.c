@@ -178,28 +178,21 @@ static bank_db_t *feed_db(void *baton)
 }
 
 /* 1 if the kept rows may answer for the scope now: its change feed read within the interval,
- * by this request when due (bank_change_feed_check, on the host's connection). A request that
- * holds a connection of the pool never waits for another's read, which may be waiting for a
- * connection. */
-static int feed_current(bank_bearer_t *b, const bank_bearer_host *h, void *baton)
+ * by this request when due (bank_change_feed_check, on the host's connection); waiting for
+ * another request's read only if wait. */
+static int feed_check(bank_bearer_t *b, const bank_bearer_host *h, void *baton, int wait)
 {
     bank_change_feed_t *f = bank_bearer_feed(b, h->scope(baton));
     feed_db_t d = {h, baton};
 
-    return f && bank_change_feed_check(f, h->now(), !h->db_held(baton), feed_db, &d);
+    return f && bank_change_feed_check(f, h->now(), wait, feed_db, &d);
 }
 
-/* The feed read now on the request's connection if it is due and no other request reads it,
- * never waited for: what this request read was not kept (the feed was not current before
- * it), the next ones may be. */
-static void feed_ahead(bank_bearer_t *b, const bank_bearer_host *h, void *baton)
+/* Before a kept row answers: a request that holds a connection of the pool never waits for
+ * another's read, which may be waiting for a connection. */
+static int feed_current(bank_bearer_t *b, const bank_bearer_host *h, void *baton)
 {
-    bank_change_feed_t *f = bank_bearer_feed(b, h->scope(baton));
-    feed_db_t d = {h, baton};
-
-    if (f) {
-        (void)bank_change_feed_check(f, h->now(), 0, feed_db, &d);
-    }
+    return feed_check(b, h, baton, !h->db_held(baton));
 }
 
 bank_bearer_verdict bank_bearer_kept(bank_bearer_t *b, const bank_bearer_host *h, void *baton,
@@ -261,7 +254,9 @@ bank_bearer_verdict bank_bearer_check(bank_bearer_t *b, const bank_bearer_host *
     if (keep) {
         bank_kept_put(b->tokens, h->scope(baton), id, &row, fetched, epoch);
     } else if (b->tokens && keep_seconds > 0) {
-        feed_ahead(b, h, baton);
+        /* read ahead on this request's connection when due, never waited for: the next
+         * check of the token keeps it */
+        (void)feed_check(b, h, baton, 0);
     }
     return BANK_BEARER_OK;
 }

@@ -104,7 +104,9 @@ int bank_kept_get_fields(bank_kept_t *c, apr_pool_t *p, const void *scope, const
     apr_thread_mutex_lock(c->lock);
     e = c->distrusted ? NULL : apr_hash_get(c->tokens, key, APR_HASH_KEY_STRING);
     if (e && apr_time_now() - e->fetched < max_age) {
-        copy_fields(p, fields, e->fields, c->nfields);
+        if (fields) {
+            copy_fields(p, fields, e->fields, c->nfields);
+        }
         hit = 1;
     }
     apr_thread_mutex_unlock(c->lock);
@@ -114,18 +116,7 @@ int bank_kept_get_fields(bank_kept_t *c, apr_pool_t *p, const void *scope, const
 int bank_kept_holds(bank_kept_t *c, apr_pool_t *p, const void *scope, const char *id,
                     apr_time_t max_age)
 {
-    const char *key = key_of(p, scope, id);
-    const entry_t *e;
-    int hit;
-
-    if (max_age > c->max_age) {
-        max_age = c->max_age;
-    }
-    apr_thread_mutex_lock(c->lock);
-    e = c->distrusted ? NULL : apr_hash_get(c->tokens, key, APR_HASH_KEY_STRING);
-    hit = e && apr_time_now() - e->fetched < max_age;
-    apr_thread_mutex_unlock(c->lock);
-    return hit;
+    return bank_kept_get_fields(c, p, scope, id, max_age, NULL);
 }
 
 void bank_kept_put_fields(bank_kept_t *c, const void *scope, const char *id,
