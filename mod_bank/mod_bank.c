@@ -85,7 +85,7 @@ static int bank_handler(request_rec *r)
     }
     for (i = 0; i < sizeof(handlers) / sizeof(handlers[0]); i++) {
         if (!strcmp(r->handler, handlers[i].name)) {
-            /* a schema newer than this module can serve on (BANK1708 at a restart): the
+            /* a schema this module cannot serve on (BANK1708, BANK1710 at a restart): the
              * endpoints that read or write it answer 503; health, metrics and errors do not */
             int rc = !serves_path(r) ? bank_error(r, BANK_E_ROUTE_NOT_FOUND, NULL, NULL)
                      : handlers[i].endpoint != BANK_EP_NONE && bank_identity_schema_refused()

@@ -140,17 +140,28 @@ static int any_database(server_rec *s)
 /* The last check found a schema this build cannot serve on (schema_ok). */
 static int schema_bad;
 
-/* The database's schema against the newest this build knows (BANK_SCHEMA_VERSION): OK,
- * also for a newer one whose migrations only added (logged), else logged and not OK. Read
- * before any statement is prepared: a schema that changed what this build uses may not let
- * them prepare. */
+/* The database's schema against the one this build was written for (BANK_SCHEMA_VERSION):
+ * OK for that one, for none yet (a new database: bankctl migrate, the statements'
+ * preparation says so) and for a newer one whose migrations only added (logged); else logged
+ * and not OK. An older one is refused, so the configuration test fails and a reload after a
+ * package upgrade leaves the running module serving until bankctl migrate has run
+ * (docs/deployment.md, "Upgrades"). Read before any statement is prepared: a schema that
+ * changed what this build uses may not let them prepare. */
 static int schema_ok(bank_db_t *db, server_rec *s, const char *then)
 {
     int version, requires;
 
     bank_schema_state(db, &version, &requires);
-    if (version <= BANK_SCHEMA_VERSION) {
-        return OK; /* older or none: bankctl migrate (the statements' preparation says so) */
+    if (version == 0 || version == BANK_SCHEMA_VERSION) {
+        return OK;
+    }
+    if (version < BANK_SCHEMA_VERSION) {
+        ap_log_error(APLOG_MARK, APLOG_CRIT, 0, s,
+                     BANKLOGNO(1710) "the database's schema is version %d, older than this "
+                                     "mod_bank's %d (%s): run 'bankctl migrate' first "
+                                     "(docs/deployment.md, \"Upgrades\"); %s",
+                     version, BANK_SCHEMA_VERSION, BANK_VERSION, then);
+        return HTTP_INTERNAL_SERVER_ERROR;
     }
     if (requires > BANK_SCHEMA_VERSION) {
         ap_log_error(APLOG_MARK, APLOG_CRIT, 0, s,
