@@ -115,11 +115,13 @@ bank_db_rc bank_db_end(bank_db_t *db, int commit)
     return failed && commit ? BANK_DB_ERROR : BANK_DB_OK;
 }
 
-bank_db_rc bank_db_transaction(bank_db_t *db, bank_db_txn_fn fn, void *baton)
+/* The callback between BEGIN and COMMIT; *rolled_back: it failed and nothing was written. */
+static bank_db_rc transaction_once(bank_db_t *db, bank_db_txn_fn fn, void *baton, int *rolled_back)
 {
     bank_db_rc rc = bank_db_begin(db);
     const char *err;
 
+    *rolled_back = 0;
     if (rc != BANK_DB_OK) {
         return rc;
     }
@@ -130,5 +132,22 @@ bank_db_rc bank_db_transaction(bank_db_t *db, bank_db_txn_fn fn, void *baton)
     err = db->error;
     bank_db_end(db, 0);
     db->error = err; /* the cause, not the rollback's echo of it */
+    *rolled_back = 1;
     return rc == BANK_DB_ROLLBACK ? BANK_DB_OK : rc;
+}
+
+bank_db_rc bank_db_transaction(bank_db_t *db, bank_db_txn_fn fn, void *baton)
+{
+    int rolled_back;
+    bank_db_rc rc = transaction_once(db, fn, baton, &rolled_back);
+
+    /* SQLite: a statement prepared before a migration changed the schema fails, and its
+     * transaction with it (bank_db_driver.h, D7); so does a write on a connection opened
+     * while the file was read-only. Rolled back, nothing was written: on the new connection
+     * the recovery opens (FRESH), the whole transaction runs once more. PostgreSQL's
+     * failures are not of this kind. */
+    if (rolled_back && rc == BANK_DB_ERROR && !bank_db_is_pgsql(db) && bank_db_retry(db, rc, 0)) {
+        rc = transaction_once(db, fn, baton, &rolled_back);
+    }
+    return rc;
 }

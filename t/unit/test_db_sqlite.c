@@ -23,7 +23,7 @@ static const bank_col_t count_cols[] = {BANK_COL(TEXT, count_row_t, count), BANK
  * reset reports the statement's last failure again. */
 static bank_db_t *open_db(apr_pool_t *p, const char *path)
 {
-    static const char *const writes[] = {"ins", "dup", "ro", "ro_txn", "after"};
+    static const char *const writes[] = {"ins", "dup", "ro", "ro_txn", "after", "txn"};
     const char *err = NULL;
     bank_db_t *db = bank_db_open(p, "sqlite3", path, &err);
     size_t i;
@@ -78,6 +78,30 @@ static void test_schema_change(bank_db_t *rw)
     CHECK(bank_db_query(rw, "DROP TABLE unit_schema_change") == 0);
     CHECK(bank_db_exec(rw, "after", NULL, 1, e) == BANK_DB_OK);
     CHECK_STR(count(rw), "4");
+}
+
+static bank_db_rc insert_txn(bank_db_t *db, void *baton)
+{
+    const char *k[] = {baton};
+    return bank_db_exec(db, "txn", NULL, 1, k);
+}
+
+/* The same inside a transaction (a sign-in issuing its token while bankctl migrate commits):
+ * the statement fails and the transaction with it; rolled back, it runs once more on the new
+ * connection and commits once. */
+static void test_schema_change_txn(apr_pool_t *p, const char *path, bank_db_t *rw)
+{
+    bank_db_t *other = open_db(p, path);
+    const char *before = apr_pstrdup(p, count(rw));
+
+    unit_log_clear();
+    CHECK(other && bank_db_query(other, "CREATE TABLE unit_schema_change_txn (x INTEGER)") == 0);
+    CHECK(bank_db_transaction(rw, insert_txn, "in a transaction after schema") == BANK_DB_OK);
+    CHECK(unit_logged("BANK0808: SQLite connection prepared before the schema changed"));
+    CHECK_STR(count(rw), apr_itoa(p, atoi(before) + 1));
+    /* a failure of another kind is not run again */
+    CHECK(bank_db_transaction(rw, insert_txn, "in a transaction after schema") == BANK_DB_ERROR);
+    CHECK_STR(count(rw), apr_itoa(p, atoi(before) + 1));
 }
 
 /* apr_dbd's sqlite3 driver as bank_db_driver.h says: SQL NULL reads as NULL and '' as ""
@@ -177,6 +201,7 @@ static void run_tests(apr_pool_t *p)
     CHECK_STR(count(rw), "2");
     test_give_back(p, path, rw);
     test_schema_change(rw);
+    test_schema_change_txn(p, path, rw);
     test_null(rw);
     test_begin_busy(p, path, rw);
     test_pool_gone(p, path, rw);
