@@ -8,11 +8,14 @@
 #include "mod_bank.h"
 #include "mod_bank_metrics.h"
 #include "mod_bank_http.h"
+#include "bank_version.h"
 
 APLOG_USE_MODULE(bank);
 
 #define NOTE_OUTCOME "mod_bank-outcome"
-#define SHM_KEY "mod_bank-metrics"
+/* Per release: a graceful restart onto another release's module (an upgrade) starts new
+ * counters instead of reading a block whose layout may differ. */
+#define SHM_KEY "mod_bank-metrics-" BANK_VERSION
 
 /* Set in the parent before the children fork: every process adds to the same block. NULL
  * when it could not be created (then nothing is counted; start-up logged why). */
