@@ -10,108 +10,27 @@
 use strict;
 use warnings FATAL => 'all';
 use Apache::Test qw(-withtestmore);
-use Fcntl qw(:flock);
 use File::Temp qw(tempdir);
-use LWP::UserAgent ();
+use Bank::Deb qw(apache_running dpkg configtest get starts links_to_bank $PKG $PIDFILE);
 use Bank::Test qw(decode_body slurp spew runs_processes mpm_block);
 use Bank::Docs qw(doc_block);
 use Bank::Hold qw(probe_files check_hold);
 
-my $pkg = 'libapache2-mod-bank';
-plan skip_all => 'installs a package on the real apache2: root only' unless $> == 0;
-plan skip_all => 'needs dpkg and Debian\'s apache2 (apache2ctl, a2query)'
-  unless -x '/usr/bin/dpkg' && -x '/usr/sbin/apache2ctl' && -x '/usr/sbin/a2query';
 plan skip_all => 'the SQLite run does this (the package\'s site is SQLite); this run: '
   . $ENV{BANK_DBDRIVER}
   unless $ENV{BANK_DBDRIVER} eq 'sqlite3';
-# One suite at a time on the machine's apache2.
-open my $lock, '>', '/run/lock/mod_bank-deb-install.lock' or die "lock: $!";
-flock $lock, LOCK_EX;
-plan skip_all => "$pkg is installed on this machine: the test would replace it"
-  if `dpkg-query -W -f '\${Status}' $pkg 2>/dev/null` =~ /installed/;
-my $pidfile = '/run/apache2/apache2.pid';
-sub apache_running {
-    my $pid = -e $pidfile ? slurp($pidfile) : '';
-    return $pid =~ /(\d+)/ && kill(0, $1) ? $1 : 0;
-}
-plan skip_all => 'the machine\'s apache2 is running: the test restarts it' if apache_running();
-plan skip_all => 'port 80 is in use' if `ss -Hltn 'sport = :80'` =~ /\S/;
+Bank::Deb::machine_or_skip();
+my $pkg = $PKG;
+my $pidfile = $PIDFILE;
 
 my $out = `make -s deb 2>&1`;
 is($?, 0, 'make deb') or BAIL_OUT($out);
 my ($deb) = $out =~ m{^built (build/\S+\.deb)$}m;
 
-# --- the machine as it is, kept to put back ----------------------------------------------------
-my $keep = tempdir('/tmp/mod_bank-deb-install.XXXXXX', CLEANUP => 1);
-system('cp', '-a', '/etc/apache2', "$keep/etc-apache2") == 0 or die 'cp /etc/apache2';
-system('cp', '-a', '/var/lib/apache2', "$keep/var-lib-apache2") == 0 or die 'cp /var/lib/apache2';
 my $data = tempdir('/tmp/mod_bank-deb-db.XXXXXX', CLEANUP => 1);
 chmod 0755, $data;
 my $dbdir = "$data/lib";
 my $keydir = "$data/etc-mod_bank";
-
-sub restore {
-    system('apache2ctl', 'stop') if apache_running();
-    for (1 .. 100) { last unless apache_running(); select undef, undef, undef, 0.1 }
-    if (`dpkg-query -W -f '\${Status}' $pkg 2>/dev/null` =~ /installed|config-files/) {
-        dpkg('-P', $pkg);
-    }
-    for (['/etc/apache2', "$keep/etc-apache2"], ['/var/lib/apache2', "$keep/var-lib-apache2"]) {
-        my ($dir, $copy) = @$_;
-        next unless -d $copy;
-        next if system('diff', '-r', '--no-dereference', '-q', $dir, $copy) == 0;
-        diag("putting $dir back as it was:\n" . `diff -r --no-dereference -q '$copy' '$dir'`);
-        system("rm -rf '$dir' && cp -a '$copy' '$dir'");
-    }
-}
-END { restore() if $keep }
-
-# dpkg, waiting for the lock other package installs may hold.
-sub dpkg {
-    my @args = @_;
-    my $text;
-    for (1 .. 120) {
-        $text = `DEBIAN_FRONTEND=noninteractive dpkg --force-confdef --force-confold @args 2>&1`;
-        return ($?, $text) unless $? && $text =~ /lock/i;
-        sleep 1;
-    }
-    return (1, $text);
-}
-
-sub configtest {
-    my ($what) = @_;
-    my $t = `apache2ctl configtest 2>&1`;
-    is($?, 0, "$what: apache2ctl configtest") or diag($t);
-    like($t, qr/Syntax OK/, "$what: Syntax OK");
-}
-
-my $ua = LWP::UserAgent->new(timeout => 10);
-sub get {
-    my ($path, %h) = @_;
-    my $res;
-    for (1 .. 50) {
-        $res = $ua->get("http://127.0.0.1$path", Host => 'bank.example.org', %h);
-        last unless $res->header('Client-Warning');
-        select undef, undef, undef, 0.1;
-    }
-    return $res;
-}
-
-# apache2 (re)started as Debian's init script would: 1 when it answers on port 80.
-sub starts {
-    my ($what) = @_;
-    system('apache2ctl', 'stop') if apache_running();
-    for (1 .. 100) { last unless apache_running(); select undef, undef, undef, 0.1 }
-    my $t = `apache2ctl start 2>&1`;
-    is($?, 0, "$what: apache2 starts") or diag($t);
-    my $res = get('/');
-    ok(!$res->header('Client-Warning'), "$what: apache2 answers on port 80") or diag($res->as_string);
-    return $res;
-}
-
-sub links_to_bank {
-    return grep { readlink($_) =~ m{/bank\.(load|conf)$} } glob '/etc/apache2/*-enabled/*';
-}
 
 # "Holding connections" (docs/deployment.md): each attack of flood_size() against the site as
 # Debian's apache2 runs it, while a customer (a token from the packaged bankctl), the partner
