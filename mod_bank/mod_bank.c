@@ -24,6 +24,7 @@
 #include "mod_bank_http.h"
 #include "mod_bank_log.h"
 #include "mod_bank_db.h"
+#include "mod_bank_dbd.h"
 #include "mod_bank_banks.h"
 #include "mod_bank_bvn.h"
 #include "mod_bank_identity.h"
@@ -151,12 +152,19 @@ static int server_has_client_key(server_rec *s)
 }
 
 /* docs/configuration.md: without BankClientKey sign-in takes no client key, and start-up says so,
- * for each server (virtual host) on its own: a key in one must not hide another's lack of one. */
+ * for each server (virtual host) on its own: a key in one must not hide another's lack of one.
+ * Only servers with a database (their own DBDriver and DBDParams, or those they inherit):
+ * sign-in cannot work without one, and a server with none (Debian's main server and default
+ * site beside the package's) maps no mod_bank endpoint. Which handler SetHandler maps cannot
+ * be read at start-up (httpd keeps it as a compiled expression). */
 static void warn_unkeyed_servers(server_rec *s)
 {
     server_rec *sp;
+    const char *driver, *params;
+
     for (sp = s; sp; sp = sp->next) {
-        if (!server_has_client_key(sp)) {
+        if (!server_has_client_key(sp) && bank_dbd_server(sp, &driver, &params) && params &&
+            *params) {
             ap_log_error(APLOG_MARK, APLOG_WARNING, 0, sp,
                          BANKLOGNO(0001) "BankClientKey is not set for server %s:%u: sign-in "
                                          "there accepts requests without a client key",

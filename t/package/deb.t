@@ -128,7 +128,7 @@ EOF
 my $httpd = $ENV{APACHE_TEST_HTTPD} || '/usr/sbin/apache2';
 
 # a2enmod bank alone (no site maps a handler, no database set): httpd starts, serves nothing
-# of mod_bank, and says that sign-in there would take no client key.
+# of mod_bank, and logs no warning about a client key for a server that has no database.
 (my $bare = slurp("$root/httpd.conf")) =~ s{^Include "\Q$root\E/site\.conf"\n}{}m;
 spew("$root/bare.conf", $bare =~ s{ErrorLog "\Q$root\E/error_log"}{ErrorLog "$root/bare_log"}r);
 $out = `$httpd -f $root/bare.conf -k start 2>&1`;
@@ -147,7 +147,7 @@ for (1 .. 100) {
     last unless -e "$root/httpd.pid";
     select undef, undef, undef, 0.1;
 }
-like(slurp("$root/bare_log"), qr/BANK0001: BankClientKey is not set/, 'start-up warned about the client key');
+unlike(slurp("$root/bare_log"), qr/BANK0001/, 'no client key warning for a server without a database');
 
 $out = `$httpd -f $root/httpd.conf -t 2>&1`;
 is($?, 0, 'httpd -t accepts the configuration') or diag($out);

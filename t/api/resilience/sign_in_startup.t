@@ -7,6 +7,7 @@ use Apache::Test qw(-withtestmore);
 use File::Temp qw(tempdir);
 use LWP::UserAgent;
 use Bank::Test;
+use Bank::Test qw(slurp spew);
 use Bank::Docs qw(free_port private_conf);
 
 my $httpd = Bank::Test::httpd_binary();
@@ -90,5 +91,56 @@ is($ua->post("http://127.0.0.1:$port/auth/sign_in", 'Content-Type' => 'applicati
 is($ua->post("http://127.0.0.1:$vport/auth/sign_in", 'Content-Type' => 'application/json',
     Content => $body)->code, 401, 'the keyed virtual host requires its key');
 stop('vhost');
+
+# A key at server scope: a virtual host without its own inherits it, so no warning at all
+# (docs/configuration.md: how to silence the warning for servers that map no handler).
+$vport = free_port();
+($port, $log) = start('scoped', <<"VH");
+BankClientKey scoped-key-123
+Listen 127.0.0.1:$vport
+<VirtualHost 127.0.0.1:$vport>
+    ServerName unkeyed.example
+    <Location /auth/sign_in>
+        SetHandler bank-sign-in
+    </Location>
+</VirtualHost>
+VH
+unlike($log, qr/BANK0001/, 'a key at server scope: no warning for either server');
+is($ua->post("http://127.0.0.1:$vport/auth/sign_in", 'Content-Type' => 'application/json',
+    Content => $body)->code, 401, 'the virtual host without a key of its own requires the inherited one');
+is($ua->post("http://127.0.0.1:$vport/auth/sign_in", 'Content-Type' => 'application/json',
+    Authorization => 'Bearer scoped-key-123', Content => $body)->code, 200, 'and takes it');
+stop('scoped');
+
+# The database in a virtual host only: the main server has none, maps no mod_bank endpoint
+# that works, and is not warned about, though it has no key either.
+$vport = free_port();
+my $main = private_conf($dir, 'nodb', free_port());
+my $dbd = join '', $main =~ /^(DBD\w+ .*\n)/mg;
+$main =~ s/^DBD\w+ .*\n//mg;
+like($dbd, qr/^DBDriver /m, 'the database lines, moved into the virtual host');
+spew("$dir/nodb.conf", $main . <<"VH");
+Listen 127.0.0.1:$vport
+<VirtualHost 127.0.0.1:$vport>
+    ServerName dbhost.example
+$dbd    <Location /auth/sign_in>
+        SetHandler bank-sign-in
+    </Location>
+</VirtualHost>
+VH
+system($httpd, '-f', "$dir/nodb.conf", '-k', 'start') == 0 or die "$httpd would not start";
+$log = '';
+for (1 .. 200) {
+    $log = -e "$dir/nodb.log" ? slurp("$dir/nodb.log") : '';
+    last if $log =~ /AH00489/;
+    select undef, undef, undef, 0.05;
+}
+@warned = $log =~ /BANK0001: BankClientKey is not set for server ([^:]+):/g;
+is_deeply(\@warned, ['dbhost.example'],
+    'a warning for the server with a database only, not for the main server without one')
+  or diag($log);
+is($ua->post("http://127.0.0.1:$vport/auth/sign_in", 'Content-Type' => 'application/json',
+    Content => $body)->code, 200, 'the virtual host with the database signs in without a key');
+stop('nodb');
 
 done_testing();
