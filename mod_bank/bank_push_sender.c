@@ -46,6 +46,13 @@ typedef struct {
     const bank_push_msg_t *msgs;
     const bank_push_result_t *out;
     int n;
+    /* What the transaction wrote for each message, reported once it commits (it may run
+     * twice: bank_db_transaction). */
+    struct settled {
+        bank_metric_t outcome;
+        int settled;
+        const char *next;
+    } * done;
 } settle_batch;
 
 static apr_time_t now_of(const bank_push_sender_t *s)
@@ -206,48 +213,60 @@ static bank_metric_t outcome_of(const settle_batch *b, const bank_push_msg_t *m,
     return BANK_M_PUSH_FAILED;
 }
 
-/* What becomes of one message after its call, in the outbox and the metrics. */
-static bank_db_rc settle_one(bank_db_t *db, const settle_batch *b, const bank_push_msg_t *m,
-                             const bank_push_result_t *r)
+/* What becomes of one message after its call, in the outbox (b->done[i]: what to report). */
+static bank_db_rc settle_one(bank_db_t *db, const settle_batch *b, int i)
 {
+    const bank_push_msg_t *m = &b->msgs[i];
+    const bank_push_result_t *r = &b->out[i];
     apr_time_t now = now_of(b->s);
-    const char *at = bank_time_iso(b->p, now), *state, *next;
-    bank_metric_t outcome;
-    bank_db_rc rc;
-    int settled = 0;
+    const char *at = bank_time_iso(b->p, now), *state;
+    struct settled *d = &b->done[i];
 
-    if (r->status && bank_metrics_shared()) {
-        bank_metrics_push_call(bank_metrics_shared(), r->took);
-    }
+    d->settled = 1;
+    d->next = NULL;
     if (r->verdict == BANK_PUSH_SENT) {
-        push_count(BANK_M_PUSH_SENT);
+        d->outcome = BANK_M_PUSH_SENT;
         return BANK_DB_OK; /* settled with the round's others (settle_all) */
     }
-    outcome = outcome_of(b, m, r, now, &state, &next);
-    rc = bank_store_push_settle(db, m->id, b->lease, state, next,
-                                strcmp(state, "pending") ? at : NULL, r->why, &settled);
-    if (rc != BANK_DB_OK) {
-        return rc;
+    d->outcome = outcome_of(b, m, r, now, &state, &d->next);
+    d->settled = 0;
+    return bank_store_push_settle(db, m->id, b->lease, state, d->next,
+                                  strcmp(state, "pending") ? at : NULL, r->why, &d->settled);
+}
+
+/* The metrics and log lines of the outcomes the transaction committed. */
+static void report(const settle_batch *b)
+{
+    const struct settled *d;
+    const bank_push_msg_t *m;
+    const bank_push_result_t *r;
+    int i;
+
+    for (i = 0; i < b->n; i++) {
+        d = &b->done[i], m = &b->msgs[i], r = &b->out[i];
+        push_count(d->outcome);
+        if (d->outcome == BANK_M_PUSH_SENT) {
+            continue;
+        }
+        bank_log(b->s->h.where, BANK_LOG_MARK,
+                 d->outcome == BANK_M_PUSH_FAILED ? BANK_LOG_WARNING : BANK_LOG_INFO,
+                 BANKLOGNO(1804) "push message %" APR_INT64_T_FMT " (attempt %" APR_INT64_T_FMT
+                                 "): %s; %s%s",
+                 m->id, m->attempts + 1, r->why ? r->why : "failed",
+                 d->outcome == BANK_M_PUSH_RETRIED        ? "tried again at "
+                 : d->outcome == BANK_M_PUSH_UNREGISTERED ? "the device is removed"
+                                                          : "given up (bankctl push retry)",
+                 d->outcome == BANK_M_PUSH_RETRIED ? d->next : "");
+        /* an unregistered row is settled by its device's removal already (drops_first) */
+        if (!d->settled && d->outcome != BANK_M_PUSH_UNREGISTERED) {
+            bank_log(b->s->h.where, BANK_LOG_MARK, BANK_LOG_WARNING,
+                     BANKLOGNO(1805) "push message %" APR_INT64_T_FMT ": its lease ended "
+                                     "before the outcome was written (BankPushTimeout too "
+                                     "short for the database?); another sender may send it "
+                                     "again",
+                     m->id);
+        }
     }
-    push_count(outcome);
-    bank_log(b->s->h.where, BANK_LOG_MARK,
-             outcome == BANK_M_PUSH_FAILED ? BANK_LOG_WARNING : BANK_LOG_INFO,
-             BANKLOGNO(1804) "push message %" APR_INT64_T_FMT " (attempt %" APR_INT64_T_FMT
-                             "): %s; %s%s",
-             m->id, m->attempts + 1, r->why ? r->why : "failed",
-             outcome == BANK_M_PUSH_RETRIED        ? "tried again at "
-             : outcome == BANK_M_PUSH_UNREGISTERED ? "the device is removed"
-                                                   : "given up (bankctl push retry)",
-             outcome == BANK_M_PUSH_RETRIED ? next : "");
-    /* an unregistered row is settled by its device's removal already (drops_first) */
-    if (!settled && outcome != BANK_M_PUSH_UNREGISTERED) {
-        bank_log(b->s->h.where, BANK_LOG_MARK, BANK_LOG_WARNING,
-                 BANKLOGNO(1805) "push message %" APR_INT64_T_FMT ": its lease ended before "
-                                 "the outcome was written (BankPushTimeout too short for "
-                                 "the database?); another sender may send it again",
-                 m->id);
-    }
-    return BANK_DB_OK;
 }
 
 /* The devices FCM no longer knows, removed before any outbox row of the round is touched:
@@ -275,7 +294,7 @@ static bank_db_rc settle_all(bank_db_t *db, void *baton)
     int i, sent = 0, marked = 0;
 
     for (i = 0; rc == BANK_DB_OK && i < b->n; i++) {
-        rc = settle_one(db, b, &b->msgs[i], &b->out[i]);
+        rc = settle_one(db, b, i);
         sent += b->out[i].verdict == BANK_PUSH_SENT;
     }
     if (rc == BANK_DB_OK && sent) {
@@ -310,10 +329,18 @@ static void settle(settle_batch *b)
         give_back(&conn);
         return;
     }
+    for (turn = 0; turn < b->n; turn++) { /* the calls' durations, whatever is written */
+        if (b->out[turn].status && bank_metrics_shared()) {
+            bank_metrics_push_call(bank_metrics_shared(), b->out[turn].took);
+        }
+    }
+    b->done = apr_pcalloc(b->p, sizeof(*b->done) * (apr_size_t)b->n);
     turn = write_turn(s, db);
     rc = bank_db_transaction(db, settle_all, b);
     give_turn(s, turn);
-    if (rc != BANK_DB_OK) {
+    if (rc == BANK_DB_OK) {
+        report(b);
+    } else {
         bank_log(s->h.where, BANK_LOG_MARK, BANK_LOG_ERR,
                  BANKLOGNO(1807) "push: recording %d outcome(s): %s; sent again after the "
                                  "lease",

@@ -645,6 +645,11 @@ static void test_settle_fails(apr_pool_t *p)
     CHECK(bank_push_sender_round(r.s, p, 100) == 3);
     CHECK(unit_logged("BANK1807: push: recording 3 outcome(s): unit: refused"));
     CHECK(metrics.counter[BANK_M_DB_ERRORS] == 1);
+    /* outcomes are counted and logged once written: none here (a transaction run twice,
+     * bank_db_transaction, reports once) */
+    CHECK(metrics.counter[BANK_M_PUSH_SENT] == 0 && metrics.counter[BANK_M_PUSH_RETRIED] == 0 &&
+          metrics.counter[BANK_M_PUSH_UNREGISTERED] == 0);
+    CHECK(!unit_logged("BANK1804"));
     CHECK(r.f.turns == 2 && r.f.gives == 2);
     CHECK_STR(rows_of(r.db, "tok-a"), "pending 0 leased");
     CHECK_STR(rows_of(r.db, "tok-gone"), "pending 0 leased");
@@ -658,6 +663,8 @@ static void test_settle_fails(apr_pool_t *p)
     CHECK_STR(rows_of(r.db, "tok-gone"), "unregistered 0 -");
     CHECK_STR(rows_of(r.db, "tok-retry"), "pending 1 -");
     CHECK(count(r.db, "SELECT count(*) FROM devices") == 2);
+    CHECK(metrics.counter[BANK_M_PUSH_SENT] == 1 && metrics.counter[BANK_M_PUSH_RETRIED] == 1 &&
+          metrics.counter[BANK_M_PUSH_UNREGISTERED] == 1);
     bank_push_sender_end(r.s);
 }
 
