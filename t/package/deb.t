@@ -147,6 +147,7 @@ for (1 .. 100) {
     last unless -e "$root/httpd.pid";
     select undef, undef, undef, 0.1;
 }
+like(slurp("$root/bare_log"), qr/BANK1501: mod_bank/, 'mod_bank logged its start there');
 unlike(slurp("$root/bare_log"), qr/BANK0001/, 'no client key warning for a server without a database');
 
 $out = `$httpd -f $root/httpd.conf -t 2>&1`;
