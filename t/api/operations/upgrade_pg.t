@@ -46,6 +46,7 @@ my $keys = $ENV{BANK_TEST_KEYS};
 my $old_ctl = "env -u BANK_CHECKOUT BANK_SQL_DIR='$dir/prev/sql' '$dir/prev/build/bankctl' "
   . "--db '$url' --keys '$keys'";
 my $new_ctl = $ENV{BANK_CTL} =~ s/--db '[^']*'/--db '$url'/r;
+isnt($new_ctl, $ENV{BANK_CTL}, 'this build\'s bankctl on the new database, not the suite\'s');
 $out = `$old_ctl migrate 2>&1`;
 is($?, 0, "$pv\'s bankctl migrates") or diag($out);
 $out = join '', map { `$old_ctl $_ 2>&1` } Bank::Upgrade::bankctl_args();

@@ -41,6 +41,8 @@ sub machine_or_skip {
       if `dpkg-query -W -f '\${Status}' $PKG 2>/dev/null` =~ /installed/;
     plan skip_all => 'the machine\'s apache2 is running: the test restarts it' if apache_running();
     plan skip_all => 'port 80 is in use' if `ss -Hltn 'sport = :80'` =~ /\S/;
+    # Killed (a CI timeout, Ctrl-C): END blocks still put the machine back.
+    $SIG{$_} = sub { exit 1 } for qw(INT TERM HUP);
     $keep = tempdir('/tmp/mod_bank-deb-install.XXXXXX', CLEANUP => 1);
     system('cp', '-a', '/etc/apache2', "$keep/etc-apache2") == 0 or die 'cp /etc/apache2';
     system('cp', '-a', '/var/lib/apache2', "$keep/var-lib-apache2") == 0
