@@ -48,6 +48,7 @@ typedef enum {
     BANK_M_PUSH_UNREGISTERED, /* the device's token is gone: the device row deleted */
     BANK_M_PUSH_LEAN,         /* rounds held to BANK_PUSH_BATCH_LEAN: CPUs or commits busy */
     BANK_M_PASSWORD_PAIRS,    /* two sign-ins' password verifications computed together */
+    BANK_M_FEED_FAILED,       /* reads of the token revocation feed that failed */
     BANK_M_COUNT
 } bank_metric_t;
 
@@ -67,6 +68,8 @@ typedef struct {
     apr_uint64_t push_backlog;       /* gauge: outbox rows still to send, as last counted */
     bank_histogram_t push_calls;     /* FCM messages:send calls, each from start to answer */
     apr_uint64_t notices_committing; /* payment notices waiting for their commit, server-wide */
+    apr_uint64_t server_errors[BANK_EP_COUNT]; /* answers 5xx per endpoint */
+    apr_uint64_t feed_read_sec; /* gauge: the latest good read of a revocation feed (epoch s) */
 } bank_metrics_t;
 
 void bank_metrics_count(bank_metrics_t *m, bank_metric_t c);
@@ -80,6 +83,10 @@ void bank_metrics_observe(bank_metrics_t *m, bank_endpoint_t e, apr_interval_tim
 void bank_metrics_push_call(bank_metrics_t *m, apr_interval_time_t took);
 /* The outbox rows still to send, as just counted. */
 void bank_metrics_push_backlog(bank_metrics_t *m, apr_uint64_t rows);
+/* Endpoint e answered with a 5xx status. */
+void bank_metrics_server_error(bank_metrics_t *m, bank_endpoint_t e);
+/* A read of a token revocation feed that started at `started` succeeded. */
+void bank_metrics_feed_read(bank_metrics_t *m, apr_time_t started);
 /* A payment notice starts waiting for its commit (delta 1) or has it (delta -1). */
 void bank_metrics_committing(bank_metrics_t *m, int delta);
 /* A password verification starts (delta 1) or ends (delta -1). */

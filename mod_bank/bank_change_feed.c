@@ -6,6 +6,7 @@
 #include <apr_thread_mutex.h>
 #include "bank_limits.h"
 #include "bank_log.h"
+#include "bank_metrics.h"
 #include "bank_store.h"
 #include "bank_change_feed.h"
 
@@ -136,16 +137,24 @@ static bank_db_rc read_locked(bank_change_feed_t *f, bank_db_t *db)
                   BANK_DB_OK) {
         int was_failing = f->failing;
         bank_change_feed_apply(f, ids, customers, next, started);
+        if (!f->failing && bank_metrics_shared()) {
+            bank_metrics_feed_read(bank_metrics_shared(), started);
+        }
         if (was_failing && !f->failing) {
             bank_log(bank_db_where(db), BANK_LOG_MARK, BANK_LOG_NOTICE,
                      BANKLOGNO(2102) "token revocation feed read again: the token cache answers "
                                      "again");
         }
-    } else if (db && bank_change_feed_failed(f)) {
-        bank_log(bank_db_where(db), BANK_LOG_MARK, BANK_LOG_WARNING,
-                 BANKLOGNO(2101) "token revocation feed unreadable, every token is read from the "
-                                 "database until it is read again: %s",
-                 bank_db_error_line(bank_db_pool(db), bank_db_error(db)));
+    } else if (db) {
+        if (bank_metrics_shared()) {
+            bank_metrics_count(bank_metrics_shared(), BANK_M_FEED_FAILED);
+        }
+        if (bank_change_feed_failed(f)) {
+            bank_log(bank_db_where(db), BANK_LOG_MARK, BANK_LOG_WARNING,
+                     BANKLOGNO(2101) "token revocation feed unreadable, every token is read from "
+                                     "the database until it is read again: %s",
+                     bank_db_error_line(bank_db_pool(db), bank_db_error(db)));
+        }
     }
     apr_atomic_inc32(&f->ended);
     return rc;

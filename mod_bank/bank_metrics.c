@@ -77,6 +77,9 @@ static const struct {
     [BANK_M_PASSWORD_PAIRS] = {"bank_password_verification_pairs_total", NULL,
                                "Pairs of password verifications computed together on one CPU: "
                                "two sign-ins waiting at once with scrypt hashes of one cost."},
+    [BANK_M_FEED_FAILED] = {"bank_revocation_feed_failures_total", NULL,
+                            "Reads of the token revocation feed that failed (the token cache is "
+                            "distrusted until a read succeeds)."},
 };
 
 void bank_metrics_count(bank_metrics_t *m, bank_metric_t c)
@@ -104,12 +107,29 @@ void bank_metrics_waiting(bank_metrics_t *m, int delta)
     gauge_step(&m->password_waiting, delta);
 }
 
-void bank_metrics_running(bank_metrics_t *m, apr_uint64_t now)
+/* g raised to v unless it is already higher. */
+static void keep_max(apr_uint64_t *g, apr_uint64_t v)
 {
     apr_uint64_t max;
 
-    while ((max = apr_atomic_read64(&m->password_running_max)) < now &&
-           apr_atomic_cas64(&m->password_running_max, now, max) != max) {
+    while ((max = apr_atomic_read64(g)) < v && apr_atomic_cas64(g, v, max) != max) {
+    }
+}
+
+void bank_metrics_running(bank_metrics_t *m, apr_uint64_t now)
+{
+    keep_max(&m->password_running_max, now);
+}
+
+void bank_metrics_feed_read(bank_metrics_t *m, apr_time_t started)
+{
+    keep_max(&m->feed_read_sec, (apr_uint64_t)apr_time_sec(started));
+}
+
+void bank_metrics_server_error(bank_metrics_t *m, bank_endpoint_t e)
+{
+    if (e >= 0 && e < BANK_EP_COUNT) {
+        apr_atomic_inc64(&m->server_errors[e]);
     }
 }
 
@@ -205,10 +225,34 @@ static const char *render_gauge(apr_pool_t *p, const char *out, const char *name
                         apr_atomic_read64((volatile apr_uint64_t *)v));
 }
 
+/* The families labelled by endpoint: latency histograms and 5xx answers. */
+static const char *render_endpoints(apr_pool_t *p, const bank_metrics_t *m)
+{
+    const char *out = family_head(p, "bank_request_duration_seconds", "histogram",
+                                  "Time from the request's arrival to the end of the handler.");
+    int e;
+
+    for (e = 0; e < BANK_EP_COUNT; e++) {
+        out = apr_pstrcat(p, out,
+                          render_histogram(p, &m->latency[e], "bank_request_duration_seconds",
+                                           apr_psprintf(p, "endpoint=\"%s\",", endpoint_names[e])),
+                          (char *)NULL);
+    }
+    out = apr_pstrcat(p, out,
+                      family_head(p, "bank_server_errors_total", "counter",
+                                  "Answers with a 5xx status, per endpoint."),
+                      (char *)NULL);
+    for (e = 0; e < BANK_EP_COUNT; e++) {
+        out = apr_psprintf(p, "%sbank_server_errors_total{endpoint=\"%s\"} %" APR_UINT64_T_FMT "\n",
+                           out, endpoint_names[e],
+                           apr_atomic_read64((volatile apr_uint64_t *)&m->server_errors[e]));
+    }
+    return out;
+}
+
 const char *bank_metrics_prometheus(apr_pool_t *p, const bank_metrics_t *m)
 {
     const char *out = render_counters(p, m);
-    int e;
 
     out = render_gauge(p, out, "bank_password_verifications_waiting",
                        "Sign-ins admitted to a password verification (scrypt or bcrypt) and not "
@@ -219,16 +263,11 @@ const char *bank_metrics_prometheus(apr_pool_t *p, const bank_metrics_t *m)
                        "together, as the server-wide bound counts them "
                        "(BankPasswordVerifyServerConcurrency).",
                        &m->password_running_max);
-    out = apr_pstrcat(p, out,
-                      family_head(p, "bank_request_duration_seconds", "histogram",
-                                  "Time from the request's arrival to the end of the handler."),
-                      (char *)NULL);
-    for (e = 0; e < BANK_EP_COUNT; e++) {
-        out = apr_pstrcat(p, out,
-                          render_histogram(p, &m->latency[e], "bank_request_duration_seconds",
-                                           apr_psprintf(p, "endpoint=\"%s\",", endpoint_names[e])),
-                          (char *)NULL);
-    }
+    out = apr_pstrcat(p, out, render_endpoints(p, m), (char *)NULL);
+    out = render_gauge(p, out, "bank_revocation_feed_last_read_timestamp_seconds",
+                       "When the latest good read of a token revocation feed started, in "
+                       "seconds since the epoch (0: none yet).",
+                       &m->feed_read_sec);
     out = render_gauge(p, out, "bank_push_backlog",
                        "Push messages still to send (the outbox's pending rows), as the sender "
                        "last counted them.",

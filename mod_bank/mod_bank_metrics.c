@@ -8,6 +8,7 @@
 #include "mod_bank.h"
 #include "mod_bank_metrics.h"
 #include "mod_bank_http.h"
+#include "mod_bank_idp.h"
 #include "bank_version.h"
 
 APLOG_USE_MODULE(bank);
@@ -109,13 +110,21 @@ void bank_metrics_request(request_rec *r, bank_endpoint_t e, int rc)
     if (st == HTTP_SERVICE_UNAVAILABLE) {
         bank_metrics_count(metrics, BANK_M_UNAVAILABLE);
     }
+    if (st >= 500) {
+        bank_metrics_server_error(metrics, e);
+    }
     bank_metrics_observe(metrics, e, apr_time_now() - r->request_time);
 }
 
+/* The shared block's samples, then the identity providers' breaker (its own shared block). */
 static const char *snapshot(apr_pool_t *p)
 {
     static bank_metrics_t none; /* before post_config, or without shared memory: all 0 */
-    return bank_metrics_prometheus(p, metrics ? metrics : &none);
+    return apr_pstrcat(p, bank_metrics_prometheus(p, metrics ? metrics : &none),
+                       "# HELP bank_idp_breaker_open 1 while an identity provider's circuit "
+                       "breaker is open (BVN verification answers 503), else 0.\n"
+                       "# TYPE bank_idp_breaker_open gauge\nbank_idp_breaker_open ",
+                       strcmp(bank_idp_health(), "circuit_open") ? "0" : "1", "\n", (char *)NULL);
 }
 
 int bank_metrics_handler(request_rec *r)

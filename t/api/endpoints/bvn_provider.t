@@ -217,6 +217,7 @@ like(error_log_since(0), qr/BANK1006: identity provider (dojah|prembly): matched
     is(((decode_body($health) || {})->{body} || {})->{identityProvider}, 'circuit_open',
         'breaker: GET /health says identityProvider circuit_open');
     is($health->code, 200, 'breaker: /health still 200 (the database answers)');
+    like(Apache::TestRequest::GET('/metrics')->content, qr/^bank_idp_breaker_open 1$/m, 'breaker: /metrics says it is open');
 }
 
 # --- the table, configured back under a provider's Location ------------------------------------

@@ -47,7 +47,9 @@ my $before = samples($first->content);
 for my $name (qw(bank_sign_ins_total bank_bvn_verifications_total bank_notices_total
     bank_db_errors_total bank_request_duration_seconds bank_password_verifications_waiting
     bank_password_verifications_running_max
-    bank_bearer_tokens_refused_total bank_unavailable_responses_total)) {
+    bank_bearer_tokens_refused_total bank_unavailable_responses_total bank_server_errors_total
+    bank_revocation_feed_last_read_timestamp_seconds bank_revocation_feed_failures_total
+    bank_idp_breaker_open)) {
     like($first->content, qr/^# TYPE \Q$name\E (counter|gauge|histogram)$/m, "$name is exposed");
 }
 
@@ -94,6 +96,7 @@ is(bvn_post($w)->code, 409, 'bvn in use');
 my $x = verifiable();    # /short/onboarding/bvn: 2 failures per 2 s
 is(bvn_post($x, path => '/short/onboarding/bvn', dob => '1991-01-01')->code, 422, 'bvn mismatch')
   for 1 .. 2;
+ep(banks => 2);
 is(bvn_post($x, path => '/short/onboarding/bvn')->code, 429, 'bvn throttled');
 is(bvn_post($x, token => 'oat_MQ.bm9wZQ')->code, 401, 'bvn: bad token');
 expect('bank_bearer_tokens_refused_total', 1);
@@ -117,6 +120,7 @@ notices(duplicate => 1);
 notices(refused => 2);
 is(deliver(notice(), path => '/webhook/nosecret')->code, 503, 'a webhook without secret: 503');
 expect('bank_unavailable_responses_total', 1);
+expect('bank_server_errors_total{endpoint="webhook"}', 1);
 ep(webhook => 5);
 
 # --- database errors and 503s ---------------------------------------------------------------------
@@ -125,7 +129,14 @@ is(GET('/misc/payment_banks', Authorization => "Bearer $token")->code, 503, 'no 
 Apache::TestRequest::module('default');
 expect('bank_db_errors_total', 1);
 expect('bank_unavailable_responses_total', 1);
+expect('bank_server_errors_total{endpoint="banks"}', 1);
 ep(banks => 1);
+
+# --- the revocation feed: a cached Location reads it ------------------------------------------------
+my $fed = time;
+my $token2 = issue_token($a->{email});
+is(GET('/cached60/banks', Authorization => "Bearer $token2")->code, 200, 'bank list, token cache on')
+  for 1 .. 2;
 
 # --- read back: exact increases -------------------------------------------------------------------
 # A request is counted once its handler has returned, a moment after its answer may have
@@ -140,11 +151,21 @@ for (1 .. 50) {
 for my $k (sort keys %want) {
     is(($after->{$k} // 0) - ($before->{$k} // 0), $want{$k}, "$k: +$want{$k}");
 }
-for my $k (sort grep { /^bank_(sign_ins|bvn_verifications|notices)_total/ } keys %$after) {
+for my $k (sort grep { /^bank_(sign_ins|bvn_verifications|notices|server_errors)_total/ } keys %$after) {
     next if exists $want{$k};
     is($after->{$k} - ($before->{$k} // 0), 0, "$k: unchanged");
 }
 is($after->{bank_password_verifications_waiting}, 0, 'no password verification under way now');
+cmp_ok($after->{bank_revocation_feed_last_read_timestamp_seconds}, '>=', $fed - 1,
+    'bank_revocation_feed_last_read_timestamp_seconds: read since the cached requests began');
+cmp_ok($after->{bank_revocation_feed_last_read_timestamp_seconds}, '<=', time + 1,
+    'bank_revocation_feed_last_read_timestamp_seconds: not in the future');
+is($after->{bank_revocation_feed_failures_total} - ($before->{bank_revocation_feed_failures_total} // 0),
+    0, 'bank_revocation_feed_failures_total: no failed read');
+# the breaker (opened in t/api/endpoints/bvn_provider.t): as /health tells it
+my $idp = ((decode_body(json_request(GET => '/health')) || {})->{body} || {})->{identityProvider} // '';
+is(samples(scrape()->content)->{bank_idp_breaker_open}, $idp eq 'circuit_open' ? 1 : 0,
+    "bank_idp_breaker_open: as /health's identityProvider ($idp)");
 
 # The histogram: cumulative buckets, +Inf equal to the count, a sum that grew.
 for my $e (qw(sign_in sign_out bvn banks webhook)) {
