@@ -32,12 +32,16 @@ for my $f (qw(usr/lib/apache2/modules/mod_bank.so usr/bin/bankctl
     etc/apache2/mods-available/bank.load etc/apache2/mods-available/bank.conf
     usr/share/mod_bank/sql/sqlite/001_schema.sql usr/share/mod_bank/sql/postgresql/001_schema.sql
     usr/share/mod_bank/sql/seed/banks.sql usr/share/mod_bank/conf/bank.conf
+    usr/share/mod_bank/monitoring/alerts.yml usr/share/mod_bank/monitoring/alerts_test.yml
+    usr/share/mod_bank/monitoring/dashboard.json
     usr/share/doc/libapache2-mod-bank/copyright usr/share/doc/libapache2-mod-bank/changelog.gz
     usr/share/doc/libapache2-mod-bank/api.md usr/share/doc/libapache2-mod-bank/openapi.yaml
     usr/share/doc/libapache2-mod-bank/CHANGELOG.md etc/apache2/sites-available/bank.conf
     usr/share/man/man1/bankctl.1.gz)) {
     ok(-f "$root/$f", "installs /$f");
 }
+my $mon = `cd '$root/usr/share/mod_bank/monitoring' && promtool test rules alerts_test.yml 2>&1`;
+is($?, 0, 'the installed alerting rules pass their installed unit tests') or diag($mon);
 is(sprintf('%04o', (stat "$root/etc/apache2/sites-available/bank.conf")[2] & 07777), '0640',
     'the site (it will hold the client key): mode 0640');
 
