@@ -99,5 +99,8 @@ void bank_metrics_running(bank_metrics_t *m, apr_uint64_t now);
 const char *bank_metrics_endpoint(bank_endpoint_t e);
 /* Everything in Prometheus's text exposition format (version 0.0.4). */
 const char *bank_metrics_prometheus(apr_pool_t *p, const bank_metrics_t *m);
+/* One gauge in the same text format: its HELP and TYPE lines and its sample. */
+const char *bank_metrics_gauge(apr_pool_t *p, const char *name, const char *help,
+                               apr_uint64_t value);
 
 #endif

@@ -63,6 +63,9 @@ void bank_dbd_close(server_rec *s, ap_dbd_t *dbd);
 /* The DBDriver and DBDParams of server s as mod_dbd uses them (M1): 1, or 0 when it has no
  * DBDriver. */
 int bank_dbd_server(server_rec *s, const char **driver, const char **params);
+/* As bank_dbd_server, 1 only for a database mod_bank serves from: DBDriver sqlite3 or pgsql
+ * with DBDParams. */
+int bank_dbd_server_bank(server_rec *s, const char **driver, const char **params);
 /* Hands mod_bank's statements to mod_dbd for every server whose driver is PostgreSQL, once per
  * record (M2); SQLite's are kept for bank_dbd_statements (M3). The drivers the servers use
  * ("sqlite3", "pgsql, sqlite3"; "" for none), and in *pgsql whether one is PostgreSQL. */

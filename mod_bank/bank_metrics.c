@@ -217,12 +217,19 @@ static const char *render_histogram(apr_pool_t *p, const bank_histogram_t *h, co
 }
 
 /* out, then a gauge family of one sample. */
+const char *bank_metrics_gauge(apr_pool_t *p, const char *name, const char *help,
+                               apr_uint64_t value)
+{
+    return apr_psprintf(p, "%s%s %" APR_UINT64_T_FMT "\n", family_head(p, name, "gauge", help),
+                        name, value);
+}
+
 static const char *render_gauge(apr_pool_t *p, const char *out, const char *name, const char *help,
                                 const apr_uint64_t *v)
 {
-    return apr_psprintf(p, "%s%s%s %" APR_UINT64_T_FMT "\n", out,
-                        family_head(p, name, "gauge", help), name,
-                        apr_atomic_read64((volatile apr_uint64_t *)v));
+    return apr_pstrcat(
+        p, out, bank_metrics_gauge(p, name, help, apr_atomic_read64((volatile apr_uint64_t *)v)),
+        (char *)NULL);
 }
 
 /* The families labelled by endpoint: latency histograms and 5xx answers. */

@@ -319,7 +319,7 @@ static void settle(settle_batch *b)
     apr_pool_t *conn = NULL;
     bank_db_t *db = s->h.connect(s->h.baton, b->p, &conn);
     bank_db_rc rc;
-    int turn;
+    int turn, i;
 
     if (!db) {
         bank_log(s->h.where, BANK_LOG_MARK, BANK_LOG_ERR,
@@ -329,9 +329,9 @@ static void settle(settle_batch *b)
         give_back(&conn);
         return;
     }
-    for (turn = 0; turn < b->n; turn++) { /* the calls' durations, whatever is written */
-        if (b->out[turn].status && bank_metrics_shared()) {
-            bank_metrics_push_call(bank_metrics_shared(), b->out[turn].took);
+    for (i = 0; i < b->n; i++) { /* the calls' durations, whatever is written */
+        if (b->out[i].status && bank_metrics_shared()) {
+            bank_metrics_push_call(bank_metrics_shared(), b->out[i].took);
         }
     }
     b->done = apr_pcalloc(b->p, sizeof(*b->done) * (apr_size_t)b->n);

@@ -153,19 +153,17 @@ static int server_has_client_key(server_rec *s)
 
 /* docs/configuration.md: without BankClientKey sign-in takes no client key, and start-up says so,
  * for each server (virtual host) on its own: a key in one must not hide another's lack of one.
- * Only servers with a database mod_bank uses (their own DBDriver sqlite3 or pgsql and
- * DBDParams, or those they inherit):
- * sign-in cannot work without one, and a server with none (Debian's main server and default
- * site beside the package's) maps no mod_bank endpoint. Which handler SetHandler maps cannot
- * be read at start-up (httpd keeps it as a compiled expression). */
+ * Only servers with a database mod_bank serves from (bank_dbd_server_bank: their own or
+ * inherited): sign-in cannot work without one, and a server with none (Debian's main server and
+ * default site beside the package's) maps no mod_bank endpoint. Which handler SetHandler maps
+ * cannot be read at start-up (httpd keeps it as a compiled expression). */
 static void warn_unkeyed_servers(server_rec *s)
 {
     server_rec *sp;
     const char *driver, *params;
 
     for (sp = s; sp; sp = sp->next) {
-        if (!server_has_client_key(sp) && bank_dbd_server(sp, &driver, &params) && params &&
-            *params && (!strcmp(driver, "sqlite3") || !strcmp(driver, "pgsql"))) {
+        if (!server_has_client_key(sp) && bank_dbd_server_bank(sp, &driver, &params)) {
             ap_log_error(APLOG_MARK, APLOG_WARNING, 0, sp,
                          BANKLOGNO(0001) "BankClientKey is not set for server %s:%u: sign-in "
                                          "there accepts requests without a client key",

@@ -65,6 +65,12 @@ int bank_dbd_server(server_rec *s, const char **driver, const char **params)
     return 1;
 }
 
+int bank_dbd_server_bank(server_rec *s, const char **driver, const char **params)
+{
+    return bank_dbd_server(s, driver, params) && *params && **params &&
+           (strcmp(*driver, "sqlite3") == 0 || strcmp(*driver, "pgsql") == 0);
+}
+
 /* 1 if server sp shares its mod_dbd record with a server before it in the list (M2). */
 static int shared(server_rec *sp, server_rec *first)
 {

@@ -112,21 +112,13 @@ const char *bank_identity_set_hash_key(cmd_parms *cmd, void *cfg, const char *pa
     return err;
 }
 
-/* 1 if server s has a database of mod_dbd's that mod_bank serves from (DBDriver sqlite3 or
- * pgsql), its driver and params then in *driver and *params. */
-static int server_db(server_rec *s, const char **driver, const char **params)
-{
-    return bank_dbd_server(s, driver, params) && *params &&
-           (strcmp(*driver, "sqlite3") == 0 || strcmp(*driver, "pgsql") == 0);
-}
-
 /* 1 if a server (the main one or a virtual host) has a database, so identity data. */
 static int any_database(server_rec *s)
 {
     const char *driver, *params;
 
     for (; s; s = s->next) {
-        if (server_db(s, &driver, &params)) {
+        if (bank_dbd_server_bank(s, &driver, &params)) {
             return 1;
         }
     }
@@ -192,7 +184,7 @@ static bank_db_t *open_db(apr_pool_t *p, server_rec *s, const char *then, int *s
 
     *why = NULL;
     sp = s;
-    while (sp && !server_db(sp, &driver, &params)) {
+    while (sp && !bank_dbd_server_bank(sp, &driver, &params)) {
         sp = sp->next; /* the first server with a database */
     }
     if (!sp) {

@@ -121,10 +121,11 @@ static const char *snapshot(apr_pool_t *p)
 {
     static bank_metrics_t none; /* before post_config, or without shared memory: all 0 */
     return apr_pstrcat(p, bank_metrics_prometheus(p, metrics ? metrics : &none),
-                       "# HELP bank_idp_breaker_open 1 while an identity provider's circuit "
-                       "breaker is open (BVN verification answers 503), else 0.\n"
-                       "# TYPE bank_idp_breaker_open gauge\nbank_idp_breaker_open ",
-                       strcmp(bank_idp_health(), "circuit_open") ? "0" : "1", "\n", (char *)NULL);
+                       bank_metrics_gauge(p, "bank_idp_breaker_open",
+                                          "1 while an identity provider's circuit breaker is "
+                                          "open (BVN verification answers 503), else 0.",
+                                          !strcmp(bank_idp_health(), "circuit_open")),
+                       (char *)NULL);
 }
 
 int bank_metrics_handler(request_rec *r)

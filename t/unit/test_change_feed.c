@@ -11,6 +11,7 @@
 #include <apr_thread_proc.h>
 #include "bank_limits.h"
 #include "bank_kept.h"
+#include "bank_metrics.h"
 #include "bank_change_feed.h"
 #include "db_fixture.h"
 
@@ -422,10 +423,13 @@ static void test_answers_with_db(bank_db_t *db)
 #undef CHANGED
 }
 
-/* A read that fails (no feed table: a database not migrated): distrusted, logged once; the
- * feed read again once the table is back. */
+/* A read that fails (no feed table: a database not migrated): distrusted, logged once,
+ * counted each time (bank_revocation_feed_failures_total), the last good read's time kept;
+ * the feed read again once the table is back. */
 static void test_failure(apr_pool_t *p)
 {
+    static bank_metrics_t m;
+    apr_uint64_t read_sec;
     bank_db_t *db = fixture_sqlite(p);
     const char *err = NULL;
     bank_kept_t *c = bank_kept_create(p, 100, apr_time_from_sec(60), &err);
@@ -437,7 +441,15 @@ static void test_failure(apr_pool_t *p)
     if (!db || !f) {
         return;
     }
+    memset(&m, 0, sizeof(m));
+    bank_metrics_share(&m);
+    read_sec = (apr_uint64_t)apr_time_sec(apr_time_now());
     CHECK(bank_change_feed_read(f, db, apr_time_now()) == BANK_DB_OK);
+    /* the read's own start, in seconds */
+    CHECK(m.feed_read_sec >= read_sec &&
+          m.feed_read_sec <= (apr_uint64_t)apr_time_sec(apr_time_now()));
+    CHECK(m.counter[BANK_M_FEED_FAILED] == 0);
+    read_sec = m.feed_read_sec;
     put(c, "t1");
     CHECK(has(c, p, "t1"));
     CHECK(bank_db_query(db, "ALTER TABLE auth_token_revocations RENAME TO moved") == 0);
@@ -448,12 +460,17 @@ static void test_failure(apr_pool_t *p)
     CHECK(first != NULL);
     CHECK(bank_change_feed_read(f, db, apr_time_now() + apr_time_from_sec(2)) != BANK_DB_OK);
     CHECK(first && strstr(first + 1, "BANK2101") == NULL); /* once per run of failures */
+    /* each failure counted, the last good read's time kept */
+    CHECK(m.counter[BANK_M_FEED_FAILED] == 2 && m.feed_read_sec == read_sec);
     CHECK(bank_db_query(db, "ALTER TABLE moved RENAME TO auth_token_revocations") == 0);
     /* on a new connection (SQLite keeps the statements of the old one expired) */
     db = other(p);
     CHECK(db && bank_change_feed_read(f, db, apr_time_now() + apr_time_from_sec(3)) == BANK_DB_OK);
     CHECK(!bank_kept_distrusted(c));
     CHECK(strstr(unit_log_text, "BANK2102") != NULL);
+    CHECK(m.counter[BANK_M_FEED_FAILED] == 2 && m.feed_read_sec >= read_sec &&
+          m.feed_read_sec <= (apr_uint64_t)apr_time_sec(apr_time_now()));
+    bank_metrics_share(NULL);
 }
 
 /* bank_change_feed_check: who reads the feed, and who waits for whom (an interval of 1 s, in
