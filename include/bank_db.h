@@ -113,6 +113,9 @@ bank_db_rc bank_db_transaction(bank_db_t *db, bank_db_txn_fn fn, void *baton);
  * in bank_db_error). */
 int bank_db_query(bank_db_t *db, const char *sql);
 int bank_db_query_value(bank_db_t *db, const char *sql, const char **value);
+/* The newest migration recorded in schema_version (bankctl migrate); 0 for none or no such
+ * table (a new database). */
+int bank_db_schema_version(bank_db_t *db);
 /* Prepares sql under label on this connection. named: PREPAREd on a PostgreSQL server under
  * the label (the store's statements); unnamed for bookkeeping of one's own. NULL or the
  * error text. */

@@ -37,10 +37,12 @@
  *  D7 sqlite3: statements are prepared with the legacy sqlite3_prepare, so (a) a schema change
  *     (a migration by bankctl or another program) expires them for good, even once undone:
  *     the connection's schema version is kept (bank_drv_sqlite_schema) and a connection
- *     prepared before a change is replaced; (b) a failed step says SQLITE_ERROR whatever the
- *     reason: a write refused as read-only is known by its text (bank_drv_sqlite_read_only).
- *     Tests: t/unit/test_db_sqlite.c, test_schema_change and run_tests;
- *     t/api/resilience/sqlite_readonly.t.
+ *     prepared before a change is replaced (the version read before and after its statements
+ *     are prepared must agree, bank_db_conn.c: a change meanwhile prepares them again); (b) a
+ *     failed step says SQLITE_ERROR whatever the reason: a write refused as read-only is known
+ *     by its text (bank_drv_sqlite_read_only).
+ *     Tests: t/unit/test_db_sqlite.c, test_schema_change and run_tests; test_sign_in.c,
+ *     test_older_schema; t/api/resilience/sqlite_readonly.t, t/api/operations/upgrade_sqlite.t.
  *  D8 sqlite3: every call of the driver runs under one process-wide mutex, and SQLite's
  *     busy_timeout waits inside such a call: a thread waiting there for the write lock that
  *     another thread of the same process holds keeps that thread from going on (10 s a

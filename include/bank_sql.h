@@ -37,6 +37,15 @@ typedef struct {
     const char *sql; /* both drivers, with markers */
 } bank_stmt_t;
 
+/* A statement's form for a SQLite schema older than the one it was written for (down to
+ * BANK_SCHEMA_SQLITE_OLDEST, bank_version.h): the same label and parameters, valid on the
+ * older schema and on the newer one; it stands next to the statement it replaces. */
+typedef struct {
+    const char *label;
+    int since; /* the schema version the statement's own form needs */
+    const char *sql;
+} bank_stmt_older_t;
+
 /* The statements of each store file, each list ending with {NULL, NULL}. */
 extern const bank_stmt_t bank_store_auth_sql[];
 extern const bank_stmt_t bank_store_customer_sql[];
@@ -44,6 +53,8 @@ extern const bank_stmt_t bank_store_notice_sql[];
 extern const bank_stmt_t bank_store_push_sql[];
 extern const bank_stmt_t bank_store_identity_sql[];
 extern const bank_stmt_t bank_store_privileges_sql[];
+/* The older forms (bank_stmt_older_t), the list ending with {NULL, 0, NULL}. */
+extern const bank_stmt_older_t bank_store_auth_older[];
 
 /* Adds to needs (table name -> int of BANK_PRIV_* bits, bank_store.h) what running sql (or a
  * trigger function's body) takes on each table it names: INSERT INTO, UPDATE, DELETE FROM,
@@ -58,6 +69,9 @@ const bank_stmt_t *bank_stmt_at(int i);
 const bank_stmt_t *bank_stmt_find(const char *label);
 /* The statement's text for a driver, markers expanded (allocated from p). */
 const char *bank_stmt_expand(apr_pool_t *p, const char *sql, int pgsql);
+/* What to prepare for label on a SQLite database at schema version: its older form
+ * (expanded) where the schema predates the statement's own, else sql as given. */
+const char *bank_stmt_for_schema(apr_pool_t *p, const char *label, const char *sql, int version);
 
 /* How a column is stored into the row struct. */
 typedef enum {

@@ -10,5 +10,13 @@
  * one that bankctl migrate brings up to it, and on a newer one whose migrations only added
  * (schema_version.requires, 011). t/api/operations/version.t checks it against the files. */
 #define BANK_SCHEMA_VERSION 13
+/* The oldest SQLite schema this build serves on: the previous release's (0.2.0's, 9), with
+ * the older form of each statement written for a later one (bank_stmt_older, bank_sql.h).
+ * The package's reload then brings this module before bankctl migrate runs: a migration
+ * makes every open SQLite connection's statements fail once, which this module recovers
+ * from and 0.2.0 does not (docs/deployment.md, "Upgrades"). PostgreSQL keeps an old
+ * module's statements through a migration that only adds: there an older schema is
+ * refused (BANK1710) and the old module serves until the migration. */
+#define BANK_SCHEMA_SQLITE_OLDEST 9
 
 #endif

@@ -5,6 +5,7 @@
  * through the hook they set (bank_db_internal.h). Statements are prepared once per connection
  * (mod_dbd does it for the module, bank_db_prepare_all for bankctl and the tests); no SQL text
  * is ever built from input. */
+#include <stdlib.h>
 #include <string.h>
 #include <strings.h>
 #include <sys/socket.h>
@@ -510,4 +511,13 @@ int bank_db_query_value(bank_db_t *db, const char *sql, const char **value)
     }
     read_rows(db, sql, res, NULL, 0, NULL, value);
     return 0;
+}
+
+int bank_db_schema_version(bank_db_t *db)
+{
+    const char *v = NULL;
+
+    return bank_db_query_value(db, "SELECT MAX(version) FROM schema_version", &v) == 0 && v
+               ? atoi(v)
+               : 0;
 }

@@ -4,6 +4,7 @@
  * C tests. The module's source is mod_dbd's pool (mod_bank_db.c). The top of the data layer:
  * it calls transactions (bank_db_txn.c), the handle (bank_db.c) and the driver
  * (bank_db_driver.c), and hands the handle its recovery as a hook (bank_db_internal.h). */
+#include <limits.h>
 #include <string.h>
 #include <unistd.h>
 #include <apr_strings.h>
@@ -22,14 +23,25 @@ static const char *last_error(apr_pool_t *p, const bank_db_conn_t *conn, apr_dbd
     return bank_drv_error(p, conn->driver, handle, 0);
 }
 
+/* The schema version a SQLite handle's statements are prepared for (bank_stmt_for_schema:
+ * the older forms below the versions they were written for). PostgreSQL: INT_MAX, no older
+ * form (mod_dbd prepares the one form of each statement there). */
+static int statements_schema(const bank_db_conn_t *conn, apr_dbd_t *handle, apr_pool_t *pool)
+{
+    return bank_db_conn_is_pgsql(conn)
+               ? INT_MAX
+               : bank_db_schema_version(bank_db_wrap(pool, conn->driver, handle, NULL));
+}
+
 /* Prepares every statement of conn->statements on handle under its label, into a new
  * *prepared (NULL: not kept; PostgreSQL's records name the label, so the old ones work
- * again). NULL, or the label that failed. A private iterator: a source may share the
- * statements between threads. */
+ * again), each in the form for the handle's schema. NULL, or the label that failed. A
+ * private iterator: a source may share the statements between threads. */
 static const char *prepare_statements(const bank_db_conn_t *conn, apr_pool_t *pool,
                                       apr_dbd_t *handle, apr_hash_t **prepared, int *count)
 {
     apr_hash_index_t *hi;
+    int schema;
 
     if (prepared) {
         *prepared = apr_hash_make(pool);
@@ -37,6 +49,7 @@ static const char *prepare_statements(const bank_db_conn_t *conn, apr_pool_t *po
     if (!conn->statements) {
         return NULL;
     }
+    schema = statements_schema(conn, handle, pool);
     for (hi = apr_hash_first(pool, conn->statements); hi; hi = apr_hash_next(hi)) {
         const void *label;
         void *query;
@@ -46,6 +59,7 @@ static const char *prepare_statements(const bank_db_conn_t *conn, apr_pool_t *po
         if (!*(const char *)query) {
             continue;
         }
+        query = (void *)bank_stmt_for_schema(pool, label, query, schema);
         if (bank_drv_prepare(conn->driver, pool, handle, query, label, &st) != 0) {
             return label;
         }
@@ -89,6 +103,29 @@ static sqlite_marks_t *marks(const bank_db_conn_t *conn)
 static apr_int64_t sqlite_schema(const bank_db_conn_t *conn, apr_dbd_t *handle, apr_pool_t *pool)
 {
     return bank_drv_sqlite_schema(conn->driver, pool, handle);
+}
+
+/* Prepares a SQLite handle's statements (prepare_statements) under one schema: the schema
+ * cookie read before and after must agree, else a migration committed meanwhile and they are
+ * prepared again. The version that chose their forms and the statements then belong to the
+ * same schema: an older form prepared after the migration that made it needless would be
+ * valid, never fail, and so never be replaced. *schema: the cookie read before the last try
+ * (a statement that fails under a newer one replaces the connection). NULL, or the label
+ * that failed. */
+static const char *sqlite_prepare(const bank_db_conn_t *conn, apr_pool_t *pool, apr_pool_t *tmp,
+                                  apr_dbd_t *handle, apr_hash_t **prepared, apr_int64_t *schema)
+{
+    const char *label = NULL;
+    int tries;
+
+    for (tries = 0; tries < 5; tries++) {
+        *schema = sqlite_schema(conn, handle, tmp);
+        label = prepare_statements(conn, pool, handle, prepared, NULL);
+        if (label || sqlite_schema(conn, handle, tmp) == *schema) {
+            break;
+        }
+    }
+    return label;
 }
 
 /* mod_bank's settings of a PostgreSQL session: BANK_PG_SESSION_SQL, and the bound on one
@@ -158,13 +195,14 @@ void bank_db_conn_setup(bank_db_conn_t *conn, apr_pool_t *ptemp, bank_log_where 
     if (bank_db_conn_is_pgsql(conn)) {
         return;
     }
-    if (reprepare &&
-        (label = prepare_statements(conn, conn->pool, conn->handle, &conn->prepared, NULL))) {
+    if (!reprepare) {
+        marks(conn)->schema = sqlite_schema(conn, conn->handle, ptemp);
+    } else if ((label = sqlite_prepare(conn, conn->pool, ptemp, conn->handle, &conn->prepared,
+                                       &marks(conn)->schema)) != NULL) {
         bank_log(where, BANK_LOG_MARK, BANK_LOG_ERR,
                  BANKLOGNO(0814) "cannot prepare %s again on a new SQLite connection: %s", label,
                  last_error(ptemp, conn, conn->handle));
     }
-    marks(conn)->schema = sqlite_schema(conn, conn->handle, ptemp);
 }
 
 /* ---- a SQLite connection opened read-only ----
@@ -177,6 +215,7 @@ static int sqlite_reopen(bank_db_t *db, const char *why)
     apr_dbd_t *handle = NULL, *old = conn->handle;
     apr_hash_t *prepared;
     const char *err = NULL, *label;
+    apr_int64_t schema;
     int i;
 
     if (bank_db_in_txn(db)) {
@@ -201,14 +240,14 @@ static int sqlite_reopen(bank_db_t *db, const char *why)
         bank_drv_close(conn->driver, handle);
         return -1;
     }
-    if ((label = prepare_statements(conn, conn->pool, handle, &prepared, NULL)) != NULL) {
+    if ((label = sqlite_prepare(conn, conn->pool, db->pool, handle, &prepared, &schema)) != NULL) {
         bank_log(db->where, BANK_LOG_MARK, BANK_LOG_ERR,
                  BANKLOGNO(0807) "cannot prepare %s on a new SQLite connection: %s", label,
                  last_error(db->pool, conn, handle));
         bank_drv_close(conn->driver, handle);
         return -1;
     }
-    marks(conn)->schema = sqlite_schema(conn, handle, db->pool);
+    marks(conn)->schema = schema;
     conn->handle = handle;
     conn->prepared = prepared;
     if (db->src->ops->replaced) {
@@ -434,17 +473,27 @@ bank_db_t *bank_db_open(apr_pool_t *p, const char *driver_name, const char *para
 const char *bank_db_prepare_all(bank_db_t *db)
 {
     const bank_stmt_t *st;
-    int i;
+    int i, pgsql = bank_db_is_pgsql(db), schema;
+    /* the cookie before the version and the statements: a migration meanwhile is a change */
+    apr_int64_t cookie = pgsql || !db->conn ? -1 : sqlite_schema(db->conn, db->handle, db->pool);
+
+    schema = pgsql ? INT_MAX : bank_db_schema_version(db);
 
     for (i = 0; (st = bank_stmt_at(i)) != NULL; i++) {
-        const char *err = bank_db_prepare(
-            db, st->label, bank_stmt_expand(db->conn->pool, st->sql, bank_db_is_pgsql(db)), 1);
+        apr_pool_t *cp = db->conn->pool;
+        const char *sql = bank_stmt_expand(cp, st->sql, pgsql);
+        const char *form = bank_stmt_for_schema(cp, st->label, sql, schema);
+        const char *err = bank_db_prepare(db, st->label, form, 1);
+
         if (err) {
             return apr_psprintf(db->pool, "statement %s: %s", st->label, err);
         }
+        if (form != sql) { /* a re-opened connection prepares the form for its schema then */
+            apr_hash_set(db->conn->statements, st->label, APR_HASH_KEY_STRING, sql);
+        }
     }
-    if (db->conn && !bank_db_is_pgsql(db)) {
-        marks(db->conn)->schema = sqlite_schema(db->conn, db->handle, db->pool);
+    if (db->conn && !pgsql) {
+        marks(db->conn)->schema = cookie;
     }
     return NULL;
 }

@@ -139,6 +139,19 @@ const bank_stmt_t bank_store_auth_sql[] = {
     {NULL, NULL}};
 /* clang-format on */
 
+/* SQLite schemas before 012 (devices without token_id): the device kept without its
+ * session, as 0.2.0 kept it (the token id is bound and not stored). Signing out then leaves
+ * the device, until a sign-in on it after the migration records the session. */
+/* clang-format off */
+const bank_stmt_older_t bank_store_auth_older[] = {
+    {"bank_device_upsert", 12,
+     "INSERT INTO devices (customer_id, device_token, created_at, last_seen_at)"
+     " SELECT c, d, f, l FROM (SELECT {uuid} AS c, %s AS d, %lld AS t, %pDz AS f, %pDz AS l)"
+     " WHERE true ON CONFLICT (customer_id, device_token)"
+     " DO UPDATE SET last_seen_at = excluded.last_seen_at"},
+    {NULL, 0, NULL}};
+/* clang-format on */
+
 bank_db_rc bank_store_token_find(bank_db_t *db, const char *id, bank_token_row_t *out)
 {
     const char *args[] = {id};

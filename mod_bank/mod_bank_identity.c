@@ -134,9 +134,11 @@ static int schema_bad;
 
 /* The database's schema against the one this build was written for (BANK_SCHEMA_VERSION):
  * OK for that one, for none yet (a new database: bankctl migrate, the statements'
- * preparation says so) and for a newer one whose migrations only added (logged); else logged
- * and not OK. An older one is refused, so the configuration test fails and a reload after a
- * package upgrade leaves the running module serving until bankctl migrate has run
+ * preparation says so), for a newer one whose migrations only added (logged), and on SQLite
+ * for an older one from BANK_SCHEMA_SQLITE_OLDEST on (a warning: the statements' older forms
+ * until bankctl migrate, which this module then serves through); else logged and not OK.
+ * An older PostgreSQL schema is refused, so the configuration test fails and a reload after
+ * a package upgrade leaves the running module serving until bankctl migrate has run
  * (docs/deployment.md, "Upgrades"). Read before any statement is prepared: a schema that
  * changed what this build uses may not let them prepare. */
 static int schema_ok(bank_db_t *db, server_rec *s, const char *then)
@@ -145,6 +147,19 @@ static int schema_ok(bank_db_t *db, server_rec *s, const char *then)
 
     bank_schema_state(db, &version, &requires);
     if (version == 0 || version == BANK_SCHEMA_VERSION) {
+        return OK;
+    }
+    if (version < BANK_SCHEMA_VERSION && !bank_db_is_pgsql(db) &&
+        version >= BANK_SCHEMA_SQLITE_OLDEST) {
+        ap_log_error(APLOG_MARK,
+                     ap_state_query(AP_SQ_RUN_MODE) == AP_SQ_RM_CONFIG_TEST ? APLOG_DEBUG
+                                                                            : APLOG_WARNING,
+                     0, s,
+                     BANKLOGNO(1711) "the database's schema is version %d, older than this "
+                                     "mod_bank's %d (%s): serving with the older form of the "
+                                     "statements written for a later one until 'bankctl "
+                                     "migrate' (docs/deployment.md, \"Upgrades\")",
+                     version, BANK_SCHEMA_VERSION, BANK_VERSION);
         return OK;
     }
     if (version < BANK_SCHEMA_VERSION) {

@@ -5,6 +5,7 @@
 #include "bankctl.h"
 #include "bank_store.h"
 #include "bank_migrate.h"
+#include "bank_version.h"
 
 /* The configuration's identity keys against the ones the database was sealed with. */
 static void keys_check(apr_pool_t *p, bank_db_t *db, const ctl_check_keys_t *keys, ctl_say_fn say,
@@ -57,6 +58,25 @@ static void privileges_check(apr_pool_t *p, bank_db_t *db, ctl_say_fn say, void 
     }
 }
 
+/* The ok line of a schema this build serves on (ctl_check_database). */
+static const char *schema_servable(apr_pool_t *p, int version, int latest)
+{
+    if (version < latest) {
+        return apr_psprintf(p,
+                            "version %d, older than this build's %d; this module serves on it "
+                            "(SQLite: the older form of what a later schema changed) until "
+                            "bankctl migrate",
+                            version, latest);
+    }
+    if (version > latest) {
+        return apr_psprintf(p,
+                            "version %d, newer than this build's %d; the migrations since only "
+                            "added: this module serves on it",
+                            version, latest);
+    }
+    return apr_psprintf(p, "version %d (this build's: %d)", version, latest);
+}
+
 void ctl_check_database(apr_pool_t *p, bank_db_t *db, int latest, const ctl_check_keys_t *keys,
                         ctl_say_fn say, void *baton)
 {
@@ -75,7 +95,8 @@ void ctl_check_database(apr_pool_t *p, bank_db_t *db, int latest, const ctl_chec
                          version, requires, latest));
         return;
     }
-    if ((err = bank_db_prepare_all(db)) != NULL || version < latest) {
+    if ((err = bank_db_prepare_all(db)) != NULL ||
+        (version < latest && (bank_db_is_pgsql(db) || version < BANK_SCHEMA_SQLITE_OLDEST))) {
         say(baton, 0, "schema",
             apr_psprintf(p,
                          "version %d, this build needs %d%s%s: run bankctl "
@@ -83,12 +104,7 @@ void ctl_check_database(apr_pool_t *p, bank_db_t *db, int latest, const ctl_chec
                          version, latest, err ? "; " : "", err ? err : ""));
         return;
     }
-    say(baton, 1, "schema",
-        version > latest ? apr_psprintf(p,
-                                        "version %d, newer than this build's %d; the "
-                                        "migrations since only added: this module serves on it",
-                                        version, latest)
-                         : apr_psprintf(p, "version %d (this build's: %d)", version, latest));
+    say(baton, 1, "schema", schema_servable(p, version, latest));
     keys_check(p, db, keys, say, baton);
     if (!bank_db_is_pgsql(db)) {
         return; /* no roles: the file's modes decide (checked before) */

@@ -6,6 +6,7 @@
 #include "bank_sign_in.h"
 #include "bank_token.h"
 #include "bank_password.h"
+#include "bank_sql.h"
 #include <apr_lib.h>
 
 /* Two failures per (e-mail, IP), four per IP and six per e-mail in a minute. */
@@ -55,6 +56,58 @@ static void test_success(bank_db_t *db)
     /* The e-mail is found whatever its ASCII case. */
     CHECK(attempt(db, apr_psprintf(p, "%s", bank_ascii_lower(p, c.email)), "right", "192.0.2.1",
                   &out) == BANK_SIGN_IN_OK);
+}
+
+/* The device's token_id on the fixture's database ("none" for NULL). */
+static const char *device_session(bank_db_t *db, const char *device)
+{
+    const char *v = NULL;
+
+    bank_db_query_value(db,
+                        apr_psprintf(bank_db_pool(db),
+                                     "SELECT COALESCE(CAST(token_id AS TEXT), 'none') FROM "
+                                     "devices WHERE device_token = '%s'",
+                                     device),
+                        &v);
+    return v;
+}
+
+/* SQLite from the previous release's schema on (BANK_SCHEMA_SQLITE_OLDEST): a connection
+ * to a database whose migrations stop before 012 prepares the older form of the device's
+ * statement (the device kept without its session); once a migration changed the schema under
+ * it, the connection is replaced and prepares the newer one (the session kept). */
+static void test_older_schema(bank_db_t *db)
+{
+    apr_pool_t *p = bank_db_pool(db);
+    const char *now = bank_time_iso(p, apr_time_now()), *err = NULL;
+    bank_customer_t c;
+    bank_sign_in_result_t out;
+    bank_db_t *older;
+
+    CHECK_STR(bank_stmt_for_schema(p, "bank_device_upsert", "x", 12), "x");
+    CHECK_STR(bank_stmt_for_schema(p, "bank_token_find", "x", 9), "x");
+    CHECK(strcmp(bank_stmt_for_schema(p, "bank_device_upsert", "x", 11), "x") != 0);
+    if (strcmp(fixture_driver, "sqlite3") != 0) {
+        return; /* PostgreSQL: one form of each statement, mod_dbd's */
+    }
+    fixture_customer(db, "Ada", "Obi", "right", &c);
+    CHECK(attempt(db, c.email, "right", "192.0.2.1", &out) == BANK_SIGN_IN_OK);
+    CHECK(bank_db_query(db, "CREATE TABLE unit_versions AS SELECT * FROM schema_version"
+                            " WHERE version >= 12") == 0);
+    CHECK(bank_db_query(db, "DELETE FROM schema_version WHERE version >= 12") == 0);
+    older = bank_db_open(p, fixture_driver, fixture_params, &err);
+    CHECK(older && bank_db_prepare_all(older) == NULL);
+    CHECK(older &&
+          bank_store_device_upsert(older, c.id, "dev-older", out.token_id, now) == BANK_DB_OK);
+    CHECK_STR(device_session(db, "dev-older"), "none");
+    /* the migration again: schema_version's rows back, and a schema change */
+    CHECK(bank_db_query(db, "INSERT INTO schema_version SELECT * FROM unit_versions") == 0);
+    CHECK(bank_db_query(db, "DROP TABLE unit_versions") == 0);
+    unit_log_clear();
+    CHECK(older &&
+          bank_store_device_upsert(older, c.id, "dev-newer", out.token_id, now) == BANK_DB_OK);
+    CHECK(unit_logged("BANK0808: SQLite connection prepared before the schema changed"));
+    CHECK_STR(device_session(db, "dev-newer"), out.token_id);
 }
 
 static void test_throttle(bank_db_t *db)
@@ -477,6 +530,7 @@ static void all(bank_db_t *db)
     test_account(db);
     test_ipv6(db);
     test_dummy_follows(db);
+    test_older_schema(db);
 }
 
 static void run_tests(apr_pool_t *p)

@@ -11,9 +11,8 @@
 use strict;
 use warnings FATAL => 'all';
 use Apache::Test qw(-withtestmore);
-use File::Temp qw(tempdir);
-use Bank::Test qw(slurp spew);
-use Bank::Docs qw(free_port private_conf);
+use Bank::Test qw(slurp);
+use Bank::Docs qw(free_port);
 use Bank::Upgrade;
 
 plan skip_all => 'PostgreSQL only (SQLite: t/package/deb_upgrade.t, with the package); this run: '
@@ -21,13 +20,8 @@ plan skip_all => 'PostgreSQL only (SQLite: t/package/deb_upgrade.t, with the pac
   unless $ENV{BANK_DBDRIVER} eq 'pgsql';
 Bank::Upgrade::previous_or_skip();
 
-my $dir = tempdir(CLEANUP => !$ENV{BANK_KEEP_TEST_DIR}, DIR => $ENV{BANK_TEST_ROOT} || '/tmp');
-chmod 0755, $dir;
-Bank::Upgrade::build_previous("$dir/prev", 'build');
+my ($dir, $pv, $nv) = Bank::Upgrade::built_previous();
 my $out;
-my ($pv) = slurp("$dir/prev/include/bank_version.h") =~ /^#define BANK_VERSION "([^"]+)"/m;
-my ($nv) = slurp('include/bank_version.h') =~ /^#define BANK_VERSION "([^"]+)"/m;
-isnt($pv, $nv, "two releases: $pv and $nv");
 
 # --- a database of its own, as the previous release made it ------------------------------------
 my $db = "bank_upgrade_$$";
@@ -54,41 +48,7 @@ is($?, 0, "$pv: a customer and an identity record (its bankctl)") or diag($out);
 
 # --- the previous release's module serving it ----------------------------------------------------
 my $port = free_port();
-my $locations = <<'CONF';
-BankClientKey upgrade-client-key
-BankAccountBank "Example Bank"
-BankAccountBankCode 999
-<Location /auth/sign_in>
-    SetHandler bank-sign-in
-</Location>
-<Location /onboarding/bvn>
-    SetHandler bank-bvn
-</Location>
-<Location /misc/payment_banks>
-    SetHandler bank-banks
-</Location>
-<Location /webhook/partner>
-    SetHandler bank-webhook
-    BankWebhookSecret upgrade-webhook-secret
-</Location>
-<Location /health>
-    SetHandler bank-health
-</Location>
-CONF
-sub conf_for {
-    my ($module) = @_;
-    local $ENV{BANK_MODULE} = $module;
-    local $ENV{BANK_DBPARAMS} = $params;
-    spew("$dir/httpd.conf", private_conf($dir, 'httpd', $port) . "LogLevel warn bank:notice\n"
-          . $locations);
-}
-conf_for("$dir/prev/build/mod_bank.so");
-my $h = Bank::Docs::Httpd->new(args => ['-f', "$dir/httpd.conf"], port => $port,
-    log => "$dir/httpd.log", pidfile => "$dir/httpd.pid");
-$h->start($pv);
-my $u = Bank::Upgrade->new(base => "http://127.0.0.1:$port", host => 'localhost',
-    client_key => 'upgrade-client-key', webhook_secret => 'upgrade-webhook-secret', dir => $dir);
-is($u->version, $pv, "$pv serves");
+my ($h, $u) = Bank::Upgrade->own_server($dir, $port, "$dir/prev/build/mod_bank.so", $params, $pv);
 $u->customer($pv);
 
 # --- the upgrade, under two clients ---------------------------------------------------------------
@@ -99,17 +59,8 @@ is($?, 0, "$nv\'s bankctl migrate") or diag($out);
 $u->step('migrated');
 is($u->version, $pv, "$pv serves on the migrated schema");
 sleep 2;
-conf_for($ENV{BANK_MODULE});
-$out = `$new_ctl check -f '$dir/httpd.conf' 2>&1`;
-like($out, qr/^ok\s+schema\b/m, "bankctl check: the schema is this build's") or diag($out);
-$out = `'$h->{httpd}' -t -f '$dir/httpd.conf' 2>&1`;
-is($?, 0, "the configuration test passes with $nv") or diag($out);
-$u->step('reload');
-$h->graceful("$nv loaded by a graceful restart");
-my $until = time + 60;
-select undef, undef, undef, 0.1 until $u->version eq $nv || time > $until;
-$u->step('reloaded');
-is($u->version, $nv, "$nv serves after the restart");
+my $checked = $u->reload_own($h, $new_ctl, $port, $params, $nv, 'after the migration');
+like($checked, qr/^ok\s+schema: version \d+ \(this build's/m, "bankctl check: the schema is this build's");
 sleep 3;
 $u->stop;
 $h->stop;
@@ -119,7 +70,7 @@ my $q = sub {
     my $sql = shift;
     return `'$ENV{BANK_PSQL}' -X -q -At -d '$url' -c "$sql"`;
 };
-my $acked = $u->check(old => $pv, new => $nv, driver => 'pgsql',
+my $acked = $u->check(old => $pv, new => $nv,
     stored => sub { [split /\n/, $q->('SELECT transaction_reference FROM payment_notices')] });
 my ($mine, $pushes) = map { $q->($_) + 0 } (
     'SELECT count(*) FROM payment_notices WHERE customer_id IS NOT NULL',

@@ -4,9 +4,9 @@
 # configuration test fails, naming the versions (BANK1708), instead of serving wrong answers;
 # a restart signalled without the test keeps the server up, and the endpoints that use the
 # database answer 503 (health still 200). A schema older than this module's (a package
-# upgraded before bankctl migrate ran) is refused the same way (BANK1710): the configuration
-# test fails, so the reload that would bring this module to it is refused and the running
-# module keeps serving.
+# upgraded before bankctl migrate ran; on SQLite, one older than the previous release's) is
+# refused the same way (BANK1710): the configuration test fails, so the reload that would
+# bring this module to it is refused and the running module keeps serving.
 use strict;
 use warnings FATAL => 'all';
 use Apache::Test qw(-withtestmore);
@@ -71,14 +71,24 @@ isnt($rc, 124, 'at once (not stopped by the timeout)');
 like($out . $log->(), qr/BANK1708: .*refusing to start/, 'saying why');
 
 # --- older: bankctl migrate first ------------------------------------------------------------
+# PostgreSQL: any older schema. SQLite: one older than the previous release's (from that
+# one on it serves, BANK1711: t/api/operations/upgrade_sqlite.t).
 db_exec("UPDATE schema_version SET requires = NULL WHERE version = $newer");
 db_exec("DELETE FROM schema_version WHERE version = $newer");
-my $applied = db_value("SELECT applied_at FROM schema_version WHERE version = $known");
-my $requires = db_value("SELECT COALESCE(CAST(requires AS TEXT), 'NULL') FROM schema_version WHERE version = $known");
-my $older = $known - 1;
-END { db_exec("INSERT INTO schema_version (version, applied_at, requires) VALUES ($known, '$applied', $requires)")
-        if $applied && !db_value("SELECT COUNT(*) FROM schema_version WHERE version = $known") }
-db_exec("DELETE FROM schema_version WHERE version = $known");
+my ($oldest) = slurp('include/bank_version.h') =~ /^#define BANK_SCHEMA_SQLITE_OLDEST (\d+)$/m;
+my $older = $ENV{BANK_DBDRIVER} eq 'sqlite3' ? $oldest - 1 : $known - 1;
+my @rows = split /\n/, db_value("SELECT CAST(version AS TEXT) || '|' || CAST(applied_at AS TEXT) || '|' || "
+    . "COALESCE(CAST(requires AS TEXT), 'NULL') FROM schema_version WHERE version > $older ORDER BY version");
+is(scalar @rows, $known - $older, "the rows of the versions after $older kept aside");
+my $restore = sub {
+    for (@rows) {
+        my ($v, $at, $req) = split /\|/;
+        db_exec("INSERT INTO schema_version (version, applied_at, requires) VALUES ($v, '$at', $req)")
+          unless db_value("SELECT COUNT(*) FROM schema_version WHERE version = $v");
+    }
+};
+END { $restore->() if $restore }
+db_exec("DELETE FROM schema_version WHERE version > $older");
 $out = `'$httpd' -f '$dir/httpd.conf' -t 2>&1`;
 isnt($? >> 8, 0, 'a schema older than this module\'s: apache2 -t fails');
 like($out, qr/BANK1710: the database's schema is version $older, older than this mod_bank's $known \(\S+\): run 'bankctl migrate' first/,
@@ -93,21 +103,21 @@ like($out . $log->(), qr/BANK1710: .*refusing to start/, 'saying why');
 # Serving on the current schema, a restart signalled without the test after the schema went
 # back: the server stays up, the database's endpoints answer 503; migrated again, the next
 # restart serves.
-db_exec("INSERT INTO schema_version (version, applied_at, requires) VALUES ($known, '$applied', $requires)");
+$restore->();
 unlink "$dir/httpd.log";
 $h->start('the current schema');
 $token = issue_token(new_customer()->{email});
 my %auth = (headers => { Authorization => "Bearer $token" });
 is(json_request(GET => "http://127.0.0.1:$port/misc/payment_banks", %auth)->code, 200,
     'it serves the bank list');
-db_exec("DELETE FROM schema_version WHERE version = $known");
+db_exec("DELETE FROM schema_version WHERE version > $older");
 $h->graceful('a restart on an older schema');
 is($ua->get("http://127.0.0.1:$port/health")->code, 200, 'still up after a restart on an older schema');
 $res = json_request(GET => "http://127.0.0.1:$port/misc/payment_banks", %auth);
 assert_error($res, 503, 'E_UNAVAILABLE', 'the bank list on an older schema');
 is($res->header('Retry-After'), '60', 'with Retry-After');
 like($log->(), qr/BANK1710: .*a restart signalled without the configuration test/, 'the log says why');
-db_exec("INSERT INTO schema_version (version, applied_at, requires) VALUES ($known, '$applied', $requires)");
+$restore->();
 $h->graceful('a restart once migrated');
 is(json_request(GET => "http://127.0.0.1:$port/misc/payment_banks", %auth)->code, 200,
     'migrated again, the next restart serves');

@@ -49,6 +49,18 @@ sub machine_or_skip {
       or die 'cp /var/lib/apache2';
 }
 
+# Debian's maintainer scripts act on services through invoke-rc.d, which a container's
+# /usr/sbin/policy-rc.d (exit 101) forbids; a server has none. Moved aside until the test
+# ends.
+my $policy = '/usr/sbin/policy-rc.d';
+my $policy_kept;
+sub policy_aside {
+    return unless -e $policy;
+    $policy_kept = "$policy.mod_bank-test";
+    rename $policy, $policy_kept or die "rename $policy: $!";
+}
+END { rename $policy_kept, $policy if $policy_kept && -e $policy_kept }
+
 sub stops {
     system('apache2ctl', 'stop') if apache_running();
     for (1 .. 100) { last unless apache_running(); select undef, undef, undef, 0.1 }
