@@ -7,8 +7,15 @@
 #include <apr_file_info.h>
 #include <apr_lib.h>
 #include <apr_tables.h>
+#include <apr_time.h>
 #include "bank_migrate.h"
 #include "bank_sql.h"
+
+/* PostgreSQL: how long a migration's statement waits for a lock before its script is rolled
+ * back and tried again, and how many tries (about 2 minutes of them) before bankctl migrate
+ * gives up. */
+#define BANK_MIGRATE_LOCK_WAIT "100ms"
+#define BANK_MIGRATE_LOCK_TRIES 300
 #include "bank_time.h"
 
 #define SQL_FILE_MAX (64 * 1024 * 1024)
@@ -147,7 +154,10 @@ static bank_db_rc run_script(run_t *m, const char *text, int version)
     int rv = 0;
 
     if (bank_db_is_pgsql(db)) {
-        rv = bank_db_query(db, text);
+        /* A lock not granted at once is given up (run_file tries again) rather than waited
+         * for: a DDL waiting for its lock holds up every statement queued behind it. */
+        rv = bank_db_query(db, "SET LOCAL lock_timeout = '" BANK_MIGRATE_LOCK_WAIT "'");
+        rv = rv ? rv : bank_db_query(db, text);
     } else {
         while (rv == 0 && (stmt = next_statement(m->pool, &text)) != NULL) {
             rv = bank_db_query(db, stmt);
@@ -188,19 +198,41 @@ static bank_db_rc script_txn(bank_db_t *db, void *baton)
     return run_script(s->m, s->text, s->version);
 }
 
-/* Runs a script file in one transaction. */
+/* A PostgreSQL script that gave up a lock (BANK_MIGRATE_LOCK_WAIT) or was chosen to end a
+ * deadlock: rolled back, nothing applied, to be tried again. */
+static int lock_refused(bank_db_t *db)
+{
+    const char *e = bank_db_error(db);
+    return bank_db_is_pgsql(db) && e &&
+           (strstr(e, "lock timeout") != NULL || strstr(e, "deadlock detected") != NULL);
+}
+
+/* Runs a script file in one transaction; on PostgreSQL again, up to BANK_MIGRATE_LOCK_TRIES
+ * times with a growing pause, while the locks it needs are held by the servers' traffic
+ * (the old module serving on, docs/deployment.md, "Upgrades"): each try holds up the
+ * statements queued behind it for BANK_MIGRATE_LOCK_WAIT at most. */
 static int run_file(run_t *m, const char *dir, const char *name, int version)
 {
     const char *path = apr_pstrcat(m->pool, dir, "/", name, (char *)NULL);
     script_run_t s = {m, read_file(m, path), version};
+    int tries;
 
     if (!s.text) {
         return -1;
     }
-    if (bank_db_transaction(m->db, script_txn, &s) != BANK_DB_OK) {
-        return failed(m, 0, "%s: %s (rolled back)", path, bank_db_error(m->db));
+    for (tries = 1;; tries++) {
+        if (bank_db_transaction(m->db, script_txn, &s) == BANK_DB_OK) {
+            return 0;
+        }
+        if (!lock_refused(m->db) || tries == BANK_MIGRATE_LOCK_TRIES) {
+            return failed(m, 0, "%s: %s (rolled back)", path, bank_db_error(m->db));
+        }
+        if (tries == 1) {
+            m->say(m->baton, apr_psprintf(m->pool, "%s: waiting for the tables' locks (%s)", name,
+                                          bank_db_error(m->db)));
+        }
+        apr_sleep(apr_time_from_msec(tries < 20 ? 25 * tries : 500));
     }
-    return 0;
 }
 
 static int by_version(const void *a, const void *b)
@@ -387,11 +419,9 @@ int bank_migrate(bank_db_t *db, const char *sql_root, int demo, bank_migrate_say
 
 void bank_schema_state(bank_db_t *db, int *version, int *requires)
 {
-    const char *v = NULL, *r = NULL;
+    const char *r = NULL;
 
-    *version = bank_db_query_value(db, "SELECT MAX(version) FROM schema_version", &v) == 0 && v
-                   ? atoi(v)
-                   : 0;
+    *version = bank_db_schema_version(db);
     /* no requires column: a schema from before 011 */
     *requires =
         bank_db_query_value(db, "SELECT COALESCE(MAX(requires), 0) FROM schema_version", &r) == 0 &&

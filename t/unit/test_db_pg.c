@@ -12,6 +12,7 @@
 #include <apr_thread_proc.h>
 
 #include "bank_db_driver.h"
+#include "bank_migrate.h"
 #include "bank_sql.h"
 #include "bank_store.h"
 #include "bank_time.h"
@@ -257,6 +258,71 @@ static void test_read_only(apr_pool_t *p, const char *params)
     CHECK_STR(value(a, "SHOW default_transaction_read_only"), "off");
 }
 
+typedef struct {
+    bank_db_t *holder;
+    int waited;
+} lock_holder_t;
+
+static void *APR_THREAD_FUNC release_later(apr_thread_t *t, void *data)
+{
+    lock_holder_t *h = data;
+
+    usleep(400000);
+    h->waited = 1;
+    CHECK(bank_db_query(h->holder, "COMMIT") == 0);
+    apr_thread_exit(t, APR_SUCCESS);
+    return NULL;
+}
+
+static void said(void *baton, const char *line)
+{
+    if (strstr(line, "waiting for the tables' locks")) {
+        *(int *)baton = 1;
+    }
+}
+
+/* A migration whose table another session holds (the old module's traffic): its script
+ * gives the lock up after 100 ms instead of queueing every statement behind it, is rolled
+ * back and tried again, says so, and is applied once the table is free. */
+static void test_migrate_waits(apr_pool_t *p, bank_db_t *db, const char *params)
+{
+    const char *src = getenv("BANK_TEST_SQL_DIR") ? getenv("BANK_TEST_SQL_DIR") : "sql";
+    char *root = apr_pstrdup(p, "/tmp/mod_bank-unit-migrate.XXXXXX");
+    lock_holder_t h = {open_db(p, params), 0};
+    bank_db_t *mig = open_db(p, params); /* its statements prepared by the migration itself */
+    bank_migrate_result_t res = {NULL, 0};
+    apr_thread_t *t;
+    apr_status_t rv;
+    int told = 0;
+
+    CHECK(mkdtemp(root) != NULL && h.holder != NULL && mig != NULL);
+    if (!h.holder || !mig) {
+        return;
+    }
+    CHECK(system(apr_psprintf(p,
+                              "mkdir %s/postgresql && ln -s $(realpath %s/postgresql)/*.sql "
+                              "%s/postgresql/ && ln -s $(realpath %s/seed) %s/seed && echo "
+                              "'ALTER TABLE unit_lock ADD COLUMN y integer;' "
+                              ">%s/postgresql/900_unit_lock.sql",
+                              root, src, root, src, root, root)) == 0);
+    set(db, "CREATE TABLE unit_lock (x integer)");
+    set(h.holder, "BEGIN");
+    set(h.holder, "LOCK TABLE unit_lock IN ACCESS SHARE MODE");
+    CHECK(apr_thread_create(&t, NULL, release_later, &h, p) == APR_SUCCESS);
+    CHECK(bank_migrate(mig, root, 0, said, &told, &res) == 0);
+    if (res.error) {
+        fprintf(stderr, "migrate: %s\n", res.error);
+    }
+    apr_thread_join(&rv, t);
+    CHECK(h.waited && told);
+    CHECK_STR(value(db, "SELECT count(*) FROM information_schema.columns WHERE table_name = "
+                        "'unit_lock' AND column_name = 'y'"),
+              "1");
+    set(db, "DELETE FROM schema_version WHERE version = 900");
+    set(db, "DROP TABLE unit_lock");
+    CHECK(system(apr_psprintf(p, "rm -rf %s", root)) == 0);
+}
+
 static void run_tests(apr_pool_t *p)
 {
     const char *params = getenv("BANK_TEST_PG_PARAMS");
@@ -279,4 +345,5 @@ static void run_tests(apr_pool_t *p)
     test_values(db);
     test_lost_connection(p, params);
     test_read_only(p, params);
+    test_migrate_waits(p, db, params);
 }
