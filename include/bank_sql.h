@@ -42,7 +42,7 @@ typedef struct {
  * older schema and on the newer one; it stands next to the statement it replaces. */
 typedef struct {
     const char *label;
-    int since; /* the schema version the statement's own form needs */
+    int since; /* the schema version the statement's own form needs (documentation) */
     const char *sql;
 } bank_stmt_older_t;
 
@@ -69,9 +69,9 @@ const bank_stmt_t *bank_stmt_at(int i);
 const bank_stmt_t *bank_stmt_find(const char *label);
 /* The statement's text for a driver, markers expanded (allocated from p). */
 const char *bank_stmt_expand(apr_pool_t *p, const char *sql, int pgsql);
-/* What to prepare for label on a SQLite database at schema version: its older form
- * (expanded) where the schema predates the statement's own, else sql as given. */
-const char *bank_stmt_for_schema(apr_pool_t *p, const char *label, const char *sql, int version);
+/* label's older form (SQLite, expanded), prepared where its own form does not prepare (a
+ * schema from before the statement's); NULL for none. */
+const char *bank_stmt_older(apr_pool_t *p, const char *label);
 
 /* How a column is stored into the row struct. */
 typedef enum {

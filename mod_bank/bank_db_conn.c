@@ -4,7 +4,6 @@
  * C tests. The module's source is mod_dbd's pool (mod_bank_db.c). The top of the data layer:
  * it calls transactions (bank_db_txn.c), the handle (bank_db.c) and the driver
  * (bank_db_driver.c), and hands the handle its recovery as a hook (bank_db_internal.h). */
-#include <limits.h>
 #include <string.h>
 #include <unistd.h>
 #include <apr_strings.h>
@@ -23,25 +22,31 @@ static const char *last_error(apr_pool_t *p, const bank_db_conn_t *conn, apr_dbd
     return bank_drv_error(p, conn->driver, handle, 0);
 }
 
-/* The schema version a SQLite handle's statements are prepared for (bank_stmt_for_schema:
- * the older forms below the versions they were written for). PostgreSQL: INT_MAX, no older
- * form (mod_dbd prepares the one form of each statement there). */
-static int statements_schema(const bank_db_conn_t *conn, apr_dbd_t *handle, apr_pool_t *pool)
+/* Prepares sql on handle under label; on SQLite, where it does not prepare (a schema from
+ * before the statement's), its older form (bank_stmt_older) in its place. 0, or the driver's
+ * code for the statement's own form. */
+static int prepare_one(const bank_db_conn_t *conn, apr_pool_t *pool, apr_dbd_t *handle,
+                       const char *label, const char *sql, apr_dbd_prepared_t **st)
 {
-    return bank_db_conn_is_pgsql(conn)
-               ? INT_MAX
-               : bank_db_schema_version(bank_db_wrap(pool, conn->driver, handle, NULL));
+    int rv = bank_drv_prepare(conn->driver, pool, handle, sql, label, st);
+    const char *older;
+
+    if (rv != 0 && !bank_db_conn_is_pgsql(conn) && (older = bank_stmt_older(pool, label)) &&
+        bank_drv_prepare(conn->driver, pool, handle, older, label, st) == 0) {
+        return 0;
+    }
+    return rv;
 }
 
 /* Prepares every statement of conn->statements on handle under its label, into a new
  * *prepared (NULL: not kept; PostgreSQL's records name the label, so the old ones work
- * again), each in the form for the handle's schema. NULL, or the label that failed. A
- * private iterator: a source may share the statements between threads. */
+ * again), each in its own form or, on an older SQLite schema, its older one. NULL, or the
+ * label that failed. A private iterator: a source may share the statements between
+ * threads. */
 static const char *prepare_statements(const bank_db_conn_t *conn, apr_pool_t *pool,
                                       apr_dbd_t *handle, apr_hash_t **prepared, int *count)
 {
     apr_hash_index_t *hi;
-    int schema;
 
     if (prepared) {
         *prepared = apr_hash_make(pool);
@@ -49,7 +54,6 @@ static const char *prepare_statements(const bank_db_conn_t *conn, apr_pool_t *po
     if (!conn->statements) {
         return NULL;
     }
-    schema = statements_schema(conn, handle, pool);
     for (hi = apr_hash_first(pool, conn->statements); hi; hi = apr_hash_next(hi)) {
         const void *label;
         void *query;
@@ -59,8 +63,7 @@ static const char *prepare_statements(const bank_db_conn_t *conn, apr_pool_t *po
         if (!*(const char *)query) {
             continue;
         }
-        query = (void *)bank_stmt_for_schema(pool, label, query, schema);
-        if (bank_drv_prepare(conn->driver, pool, handle, query, label, &st) != 0) {
+        if (prepare_one(conn, pool, handle, label, query, &st) != 0) {
             return label;
         }
         if (prepared && st) {
@@ -106,26 +109,27 @@ static apr_int64_t sqlite_schema(const bank_db_conn_t *conn, apr_dbd_t *handle, 
 }
 
 /* Prepares a SQLite handle's statements (prepare_statements) under one schema: the schema
- * cookie read before and after must agree, else a migration committed meanwhile and they are
- * prepared again. The version that chose their forms and the statements then belong to the
- * same schema: an older form prepared after the migration that made it needless would be
- * valid, never fail, and so never be replaced. *schema: the cookie read before the last try
- * (a statement that fails under a newer one replaces the connection). NULL, or the label
- * that failed. */
+ * cookie read before and after must agree (and be read), else a migration committed meanwhile
+ * and they are prepared again. Each statement's form then belongs to that schema: an older
+ * form prepared after the migration that made it needless would be valid, never fail, and
+ * so never be replaced. *schema: that cookie (a statement that fails under a newer one
+ * replaces the connection). NULL, or the label that failed, or why none held still. */
 static const char *sqlite_prepare(const bank_db_conn_t *conn, apr_pool_t *pool, apr_pool_t *tmp,
                                   apr_dbd_t *handle, apr_hash_t **prepared, apr_int64_t *schema)
 {
-    const char *label = NULL;
+    const char *label;
     int tries;
 
     for (tries = 0; tries < 5; tries++) {
         *schema = sqlite_schema(conn, handle, tmp);
-        label = prepare_statements(conn, pool, handle, prepared, NULL);
-        if (label || sqlite_schema(conn, handle, tmp) == *schema) {
-            break;
+        if ((label = prepare_statements(conn, pool, handle, prepared, NULL)) != NULL) {
+            return label;
+        }
+        if (*schema >= 0 && sqlite_schema(conn, handle, tmp) == *schema) {
+            return NULL;
         }
     }
-    return label;
+    return "(the schema changed under each try)";
 }
 
 /* mod_bank's settings of a PostgreSQL session: BANK_PG_SESSION_SQL, and the bound on one
@@ -473,26 +477,25 @@ bank_db_t *bank_db_open(apr_pool_t *p, const char *driver_name, const char *para
 const char *bank_db_prepare_all(bank_db_t *db)
 {
     const bank_stmt_t *st;
-    int i, pgsql = bank_db_is_pgsql(db), schema;
-    /* the cookie before the version and the statements: a migration meanwhile is a change */
-    apr_int64_t cookie = pgsql || !db->conn ? -1 : sqlite_schema(db->conn, db->handle, db->pool);
-
-    schema = pgsql ? INT_MAX : bank_db_schema_version(db);
+    int i, pgsql = bank_db_is_pgsql(db);
+    /* the cookie before the statements: a migration meanwhile is a change */
+    apr_int64_t cookie = pgsql ? -1 : sqlite_schema(db->conn, db->handle, db->pool);
 
     for (i = 0; (st = bank_stmt_at(i)) != NULL; i++) {
-        apr_pool_t *cp = db->conn->pool;
-        const char *sql = bank_stmt_expand(cp, st->sql, pgsql);
-        const char *form = bank_stmt_for_schema(cp, st->label, sql, schema);
-        const char *err = bank_db_prepare(db, st->label, form, 1);
+        const char *sql = bank_stmt_expand(db->conn->pool, st->sql, pgsql), *older;
+        const char *err = bank_db_prepare(db, st->label, sql, 1);
 
+        if (err && !pgsql && (older = bank_stmt_older(db->conn->pool, st->label)) &&
+            !bank_db_prepare(db, st->label, older, 1)) {
+            /* a re-opened connection tries the statement's own form first again */
+            apr_hash_set(db->conn->statements, st->label, APR_HASH_KEY_STRING, sql);
+            err = NULL;
+        }
         if (err) {
             return apr_psprintf(db->pool, "statement %s: %s", st->label, err);
         }
-        if (form != sql) { /* a re-opened connection prepares the form for its schema then */
-            apr_hash_set(db->conn->statements, st->label, APR_HASH_KEY_STRING, sql);
-        }
     }
-    if (db->conn && !pgsql) {
+    if (!pgsql) {
         marks(db->conn)->schema = cookie;
     }
     return NULL;

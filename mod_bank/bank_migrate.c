@@ -12,7 +12,7 @@
 #include "bank_sql.h"
 
 /* PostgreSQL: how long a migration's statement waits for a lock before its script is rolled
- * back and tried again, and how many tries (about 2 minutes of them) before bankctl migrate
+ * back and tried again, and how many tries (about 3 minutes of them) before bankctl migrate
  * gives up. */
 #define BANK_MIGRATE_LOCK_WAIT "100ms"
 #define BANK_MIGRATE_LOCK_TRIES 300

@@ -41,18 +41,18 @@ const bank_stmt_t *bank_stmt_find(const char *label)
 
 static const bank_stmt_older_t *const older_sets[] = {bank_store_auth_older, NULL};
 
-const char *bank_stmt_for_schema(apr_pool_t *p, const char *label, const char *sql, int version)
+const char *bank_stmt_older(apr_pool_t *p, const char *label)
 {
     int s, n;
 
     for (s = 0; older_sets[s]; s++) {
         for (n = 0; older_sets[s][n].label; n++) {
-            if (version < older_sets[s][n].since && strcmp(older_sets[s][n].label, label) == 0) {
+            if (strcmp(older_sets[s][n].label, label) == 0) {
                 return bank_stmt_expand(p, older_sets[s][n].sql, 0);
             }
         }
     }
-    return sql;
+    return NULL;
 }
 
 /* Each marker's text per driver; '@' stands for the marker's argument ({ymd:COLUMN}). */
