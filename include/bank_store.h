@@ -299,5 +299,11 @@ bank_db_rc bank_store_push_list(bank_db_t *db, const char *state, int limit,
 /* Makes failed row id pending again at now, its attempts afresh; *count 0 if there is no
  * failed row id. */
 bank_db_rc bank_store_push_requeue(bank_db_t *db, apr_int64_t id, const char *now, int *count);
+/* bankctl push prune, one batch: of the next batch rows in id order after *after, those done
+ * (sent, unregistered, failed) before cutoff are deleted (*removed of them), in one statement
+ * of its own; *after moves past the batch. *more 0 once the next batch is empty or all
+ * created at or after cutoff (ids follow creation: none later can be done before it). */
+bank_db_rc bank_store_push_prune(bank_db_t *db, const char *cutoff, int batch, apr_int64_t *after,
+                                 int *removed, int *more);
 
 #endif

@@ -80,6 +80,19 @@ const bank_stmt_t bank_store_push_sql[] = {
     {"bank_push_requeue",
      "UPDATE push_outbox SET state = 'pending', attempts = 0, next_at = %pDz, lease = NULL,"
      " done_at = NULL, last_error = NULL WHERE id = %lld AND state = 'failed'"},
+    /* bankctl push prune, one window of the outbox in id order (the primary key: bounded
+     * work however large the table): the window's last id, and whether any of its rows was
+     * created before the cutoff (a row created later cannot be done before it; ids follow
+     * the creation, so a window without one ends the prune; args: the cutoff, the id the
+     * window starts after, its length). */
+    {"bank_push_window",
+     "SELECT MAX(id), MAX(CASE WHEN created_at < %pDz THEN 1 ELSE 0 END) FROM"
+     " (SELECT id, created_at FROM push_outbox WHERE id > %lld ORDER BY id LIMIT %d) w"},
+    /* The rows of that window done (sent, unregistered, failed) before the cutoff (args: the
+     * window's bounds, the cutoff). */
+    {"bank_push_prune",
+     "DELETE FROM push_outbox WHERE id > %lld AND id <= %lld AND state <> 'pending'"
+     " AND done_at < %pDz"},
     {NULL, NULL}};
 /* clang-format on */
 
@@ -147,4 +160,40 @@ bank_db_rc bank_store_push_requeue(bank_db_t *db, apr_int64_t id, const char *no
 {
     const char *args[] = {now, apr_psprintf(bank_db_pool(db), "%" APR_INT64_T_FMT, id)};
     return bank_db_exec(db, "bank_push_requeue", count, BANK_NARGS(args), args);
+}
+
+typedef struct {
+    apr_int64_t last;  /* 0: the window is empty */
+    apr_int64_t older; /* one of its rows was created before the cutoff */
+} window_row_t;
+static const bank_col_t window_cols[] = {BANK_COL(INT64, window_row_t, last),
+                                         BANK_COL(INT64, window_row_t, older), BANK_COL_LAST};
+
+bank_db_rc bank_store_push_prune(bank_db_t *db, const char *cutoff, int batch, apr_int64_t *after,
+                                 int *removed, int *more)
+{
+    apr_pool_t *p = bank_db_pool(db);
+    const char *from = apr_psprintf(p, "%" APR_INT64_T_FMT, *after);
+    const char *wargs[] = {cutoff, from, apr_itoa(p, batch)};
+    window_row_t w = {0, 0};
+    bank_db_rc rc;
+
+    *removed = 0;
+    *more = 0;
+    rc = bank_db_row(db, "bank_push_window", BANK_NARGS(wargs), wargs, window_cols, &w, sizeof(w));
+    if (rc == BANK_DB_NOT_FOUND || (rc == BANK_DB_OK && (w.last == 0 || !w.older))) {
+        return BANK_DB_OK; /* nothing more, or only rows too young */
+    }
+    if (rc != BANK_DB_OK) {
+        return rc;
+    }
+    {
+        const char *dargs[] = {from, apr_psprintf(p, "%" APR_INT64_T_FMT, w.last), cutoff};
+        rc = bank_db_exec(db, "bank_push_prune", removed, BANK_NARGS(dargs), dargs);
+    }
+    if (rc == BANK_DB_OK) {
+        *after = w.last;
+        *more = 1;
+    }
+    return rc;
 }

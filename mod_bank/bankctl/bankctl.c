@@ -52,6 +52,7 @@ static const opt_t o_notices[] = {{"limit", 1}, {"json", 0}, {NULL, 0}};
 static const opt_t o_check[] = {{"f", 1}, {NULL, 0}};
 static const opt_t o_push_list[] = {{"pending", 0}, {"failed", 0}, {"limit", 1}, {NULL, 0}};
 static const opt_t o_push_retry[] = {{"id", 2}, {NULL, 0}};
+static const opt_t o_push_prune[] = {{"older-than", 1}, {"batch", 1}, {NULL, 0}};
 static const opt_t o_rekey[] = {{"batch", 1}, {"batches", 1}, {NULL, 0}};
 static const opt_t o_bvn_show[] = {{"bvn", 1}, {NULL, 0}};
 static const opt_t o_customer_show[] = {{"email", 1}, {"id", 1}, {NULL, 0}};
@@ -128,6 +129,11 @@ static const ctl_command_t commands[] = {
      "push retry ID\n"
      "      send failed push message ID again (its attempts counted afresh)\n",
      cmd_push_retry},
+    {"push", "prune", "push prune", o_push_prune,
+     "push prune [--older-than DAYS] [--batch N]\n"
+     "      delete the push messages sent, unregistered or failed more than DAYS ago (default\n"
+     "      30), N rows looked at a statement (default 500); safe while httpd serves\n",
+     cmd_push_prune},
     {"rekey", NULL, "rekey", o_rekey,
      "rekey [--batch N] [--batches N]\n"
      "      encrypt identity data still in plain text, and move data encrypted with an older\n"

@@ -99,6 +99,7 @@ void ctl_check_database(apr_pool_t *p, bank_db_t *db, int latest, const ctl_chec
 const char *ctl_sql_dir(apr_pool_t *p, apr_table_t *o, const char **from);
 int cmd_push_list(ctl_t *c, apr_table_t *o); /* push.c */
 int cmd_push_retry(ctl_t *c, apr_table_t *o);
+int cmd_push_prune(ctl_t *c, apr_table_t *o);
 int cmd_rekey(ctl_t *c, apr_table_t *o);
 int cmd_bvn_show(ctl_t *c, apr_table_t *o);
 int cmd_bvn_delete(ctl_t *c, apr_table_t *o);

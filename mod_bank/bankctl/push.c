@@ -1,5 +1,5 @@
-/* bankctl push list and push retry: the push outbox (docs/push.md). The device token is
- * never shown. */
+/* bankctl push list, push retry and push prune: the push outbox (docs/push.md). The device
+ * token is never shown. */
 #include <stdio.h>
 #include <string.h>
 #include <apr_strings.h>
@@ -9,6 +9,9 @@
 
 #define LIMIT_DEFAULT 50
 #define LIMIT_MAX 10000
+/* push prune: rows done more than this many days ago (default), and rows a batch looks at */
+#define PRUNE_DAYS_DEFAULT 30
+#define PRUNE_BATCH_DEFAULT 500
 
 static const char *or_dash(ctl_t *c, const char *s)
 {
@@ -70,5 +73,37 @@ int cmd_push_retry(ctl_t *c, apr_table_t *o)
         die(1, "push retry: no failed push message %ld (see bankctl push list --failed)", n);
     }
     printf("push message %ld is pending again\n", n);
+    return 0;
+}
+
+/* Each batch a statement and a commit of its own, a pause between them: the webhook's writes
+ * (SQLite's one writer) go on meanwhile. */
+int cmd_push_prune(ctl_t *c, apr_table_t *o)
+{
+    const char *d = apr_table_get(o, "older-than"), *b = apr_table_get(o, "batch");
+    long days = d ? ctl_parse_range("push prune", "older-than", d, 1, 3650) : PRUNE_DAYS_DEFAULT;
+    long batch = b ? ctl_parse_range("push prune", "batch", b, 1, LIMIT_MAX) : PRUNE_BATCH_DEFAULT;
+    const char *cutoff =
+        bank_time_iso(c->pool, apr_time_now() - apr_time_from_sec((apr_time_t)days * 86400));
+    apr_int64_t after = 0, total = 0;
+    int removed = 0, more = 1;
+
+    ctl_open_ready(c);
+    while (more) {
+        if (bank_store_push_prune(c->db, cutoff, (int)batch, &after, &removed, &more) !=
+            BANK_DB_OK) {
+            ctl_db_fail(c, apr_psprintf(c->pool,
+                                        "cannot prune the push messages (%" APR_INT64_T_FMT
+                                        " removed before)",
+                                        total));
+        }
+        total += removed;
+        if (more) {
+            apr_sleep(apr_time_from_msec(2));
+        }
+    }
+    printf("%" APR_INT64_T_FMT " push messages done before %s removed (sent, unregistered or "
+           "failed)\n",
+           total, bank_time_api(c->pool, cutoff));
     return 0;
 }

@@ -1,7 +1,8 @@
 /* The push outbox against a real SQLite database, and PostgreSQL under DB=pgsql: a stored
  * notice that names an account writes one row per device of its customer in the same
  * statement, a repeat writes nothing; claims under a lease never hand one row to two
- * senders, a lease that ends hands it on; settling, requeueing and dropping a device. */
+ * senders, a lease that ends hands it on; settling, requeueing and dropping a device;
+ * pruning the rows done long ago. */
 #include <string.h>
 #include "unit.h"
 #include "db_fixture.h"
@@ -437,6 +438,61 @@ static void test_fair(bank_db_t *db)
     CHECK(bank_store_push_sent(db, "lease-g", until, now, &settled) == BANK_DB_OK && settled == 57);
 }
 
+/* Sets the state and done_at of notice ref's rows (done NULL: left NULL). */
+static void mark(bank_db_t *db, const char *ref, const char *state, const char *done)
+{
+    CHECK(bank_db_query(db, apr_psprintf(bank_db_pool(db),
+                                         "UPDATE push_outbox SET state = '%s', done_at = %s%s%s "
+                                         "WHERE notice_id = (SELECT id FROM payment_notices "
+                                         "WHERE transaction_reference = '%s')",
+                                         state, done ? "'" : "", done ? done : "NULL",
+                                         done ? "'" : "", ref)) == 0);
+}
+
+/* bankctl push prune's batches: the rows done (sent, unregistered, failed) before the cutoff
+ * go, whatever the batch's length; pending rows and rows done later stay; a batch of rows
+ * none of which was created before the cutoff ends it. Started at this test's first row (the
+ * shared PostgreSQL database holds other tests' rows, created now). */
+static void test_prune(bank_db_t *db)
+{
+    apr_pool_t *p = bank_db_pool(db);
+    const char *pre = apr_psprintf(p, "PRUNE-%d-%d-", getpid(), ++seq), *wallet;
+    static const char *const names[] = {"sent", "unreg", "failed", "pending", "young"};
+    const char *cutoff = "2000-06-01T00:00:00.000Z";
+    apr_int64_t after, first;
+    long removed = 0;
+    int n = 0, more = 1, i, rounds = 0;
+    bank_customer_t c;
+
+    wallet = customer_with_devices(db, pre, &c);
+    for (i = 0; i < 5; i++) {
+        bank_notice_put_t *put = put_of(db, apr_pstrcat(p, pre, names[i], (char *)NULL), wallet);
+        CHECK(bank_store_notice_put(db, put) == BANK_DB_OK && put->added);
+    }
+    mark(db, apr_pstrcat(p, pre, "sent", (char *)NULL), "sent", OLD_LATER);
+    mark(db, apr_pstrcat(p, pre, "unreg", (char *)NULL), "unregistered", OLD_LATER);
+    mark(db, apr_pstrcat(p, pre, "failed", (char *)NULL), "failed", OLD_LATER);
+    mark(db, apr_pstrcat(p, pre, "young", (char *)NULL), "sent", "2001-01-01T00:00:00.000Z");
+    first = count_of(db, apr_psprintf(p,
+                                      "SELECT MIN(o.id) FROM push_outbox o JOIN payment_notices n"
+                                      " ON n.id = o.notice_id WHERE n.transaction_reference "
+                                      "LIKE '%s%%'",
+                                      pre));
+    /* nothing created before OLD: the first batch ends it */
+    after = first - 1;
+    CHECK(bank_store_push_prune(db, OLD, 3, &after, &n, &more) == BANK_DB_OK);
+    CHECK(!more && n == 0 && after == first - 1);
+    more = 1;
+    while (more && rounds++ < 100) {
+        CHECK(bank_store_push_prune(db, cutoff, 3, &after, &n, &more) == BANK_DB_OK);
+        removed += n;
+    }
+    CHECK(removed == 6 && rounds > 2);
+    for (i = 0; i < 5; i++) {
+        CHECK(outbox_rows(db, apr_pstrcat(p, pre, names[i], (char *)NULL)) == (i < 3 ? 0 : 2));
+    }
+}
+
 static void all(bank_db_t *db)
 {
     test_device_taken(db);
@@ -446,6 +502,7 @@ static void all(bank_db_t *db)
     test_outbox(db);
     test_claims(db);
     test_sent(db);
+    test_prune(db);
     if (bank_db_is_pgsql(db)) {
         test_skip_locked(db);
     }

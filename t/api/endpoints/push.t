@@ -12,6 +12,8 @@ use Apache::Test qw(-withtestmore);
 use Bank::Test qw(:DEFAULT slurp);
 use Bank::Webhook;
 use Bank::Push;
+use Bank::Docs ();
+use POSIX ();
 
 my $fake = fake_start();
 my $srv  = push_server($fake, 'BankPushAttempts 3', 'BankPushTimeout 2');
@@ -229,4 +231,26 @@ unlike($logs, qr/fcm-token-/, 'no device token is logged');
 
 $again->stop;
 fake_stop($fake);
+# --- bankctl push prune, as docs/push.md's cron line runs it -------------------------------
+# The outbox as if its rows were 100 days old: those done go, the pending stay.
+my ($cron) = grep { /push prune/ } split /\n/, Bank::Docs::doc_block('docs/push.md', 'push-prune');
+my ($line) = $cron =~ /^(?:\S+\s+){6}(.*)$/;
+my $prune = Bank::Docs::substitute($line, 'the cron line',
+    'bankctl --db sqlite:/var/lib/mod_bank/bank.db' => $ENV{BANK_CTL});
+like(`$prune 2>&1`, qr/^0 push messages done before \S+ removed \(sent, unregistered or failed\)$/,
+    'push prune: rows done minutes ago stay');
+my $old = POSIX::strftime('%Y-%m-%dT%H:%M:%S.000Z', gmtime(time - 100 * 86400));
+db_exec("UPDATE push_outbox SET created_at = '$old', done_at = CASE WHEN state = 'pending'"
+      . " THEN NULL ELSE '$old' END");
+my ($done, $pending) = map { db_value("SELECT count(*) FROM push_outbox WHERE $_") + 0 }
+  ("state <> 'pending'", "state = 'pending'");
+cmp_ok($done, '>', 3, "rows done 100 days ago ($done)");
+like(`$prune 2>&1`, qr/^$done push messages done before \S+ removed/, 'push prune removes them all');
+is(db_value("SELECT count(*) FROM push_outbox WHERE state <> 'pending'") + 0, 0, 'none is left');
+is(db_value("SELECT count(*) FROM push_outbox WHERE state = 'pending'") + 0, $pending,
+    "the pending rows stay ($pending)");
+($rc, $out, $err) = bankctl('push', 'prune', '--older-than', '0');
+is($rc, 2, 'push prune --older-than 0: exit 2');
+like($err, qr/older-than/, 'naming the option');
+
 done_testing();
