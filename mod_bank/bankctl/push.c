@@ -76,8 +76,10 @@ int cmd_push_retry(ctl_t *c, apr_table_t *o)
     return 0;
 }
 
-/* Each batch a statement and a commit of its own, a pause between them: the webhook's writes
- * (SQLite's one writer) go on meanwhile. */
+/* Each batch a statement and a commit of its own, in a pool of its own (cleared after it),
+ * a pause between them: the webhook's writes (SQLite's one writer) go on meanwhile. A batch
+ * the database turned away for a passing reason (busy, the connection re-opened) is tried
+ * again, twice at most, a second apart; the rows removed before a failure stay removed. */
 int cmd_push_prune(ctl_t *c, apr_table_t *o)
 {
     const char *d = apr_table_get(o, "older-than"), *b = apr_table_get(o, "batch");
@@ -86,22 +88,35 @@ int cmd_push_prune(ctl_t *c, apr_table_t *o)
     const char *cutoff =
         bank_time_iso(c->pool, apr_time_now() - apr_time_from_sec((apr_time_t)days * 86400));
     apr_int64_t after = 0, total = 0;
-    int removed = 0, more = 1;
+    int removed = 0, more = 1, tries;
+    apr_pool_t *bp, *before;
+    bank_db_rc rc;
 
     ctl_open_ready(c);
+    apr_pool_create(&bp, c->pool);
+    if (!(before = bank_db_use_pool(c->db, bp))) {
+        die(1, "push prune: a transaction was left open");
+    }
     while (more) {
-        if (bank_store_push_prune(c->db, cutoff, (int)batch, &after, &removed, &more) !=
-            BANK_DB_OK) {
+        tries = 0;
+        while ((rc = bank_store_push_prune(c->db, cutoff, (int)batch, &after, &removed, &more)) !=
+                   BANK_DB_OK &&
+               bank_db_transient(c->db, rc) && ++tries <= 2) {
+            apr_sleep(apr_time_from_sec(1));
+        }
+        if (rc != BANK_DB_OK) {
             ctl_db_fail(c, apr_psprintf(c->pool,
                                         "cannot prune the push messages (%" APR_INT64_T_FMT
                                         " removed before)",
                                         total));
         }
         total += removed;
+        apr_pool_clear(bp);
         if (more) {
             apr_sleep(apr_time_from_msec(2));
         }
     }
+    bank_db_use_pool(c->db, before);
     printf("%" APR_INT64_T_FMT " push messages done before %s removed (sent, unregistered or "
            "failed)\n",
            total, bank_time_api(c->pool, cutoff));
