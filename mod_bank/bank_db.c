@@ -379,7 +379,7 @@ static bank_db_rc run_select(bank_db_t *db, const char *label, int nargs, const 
     apr_dbd_prepared_t *st = lookup(db, label);
     bank_db_watch_t w;
     bank_db_rc rc;
-    int rv, again;
+    int rv, again, tries;
 
     if (!st) {
         return BANK_DB_NO_STMT;
@@ -393,13 +393,18 @@ static bank_db_rc run_select(bank_db_t *db, const char *label, int nargs, const 
     }
     /* looked up again: recovery may have replaced the connection and its statements */
     rc = failed(db, rv, is_select(label), &again);
-    if (again && (st = lookup(db, label)) != NULL) {
+    for (tries = 1; again && (st = lookup(db, label)) != NULL; tries++) {
         *res = NULL;
         db->statements++;
         bank_db_watch_begin(db, &w);
         rv = bank_drv_pselect(db->driver, db->pool, db->handle, st, nargs, args, res);
         rv = bank_db_watch_end(db, &w, rv, !db->in_txn && !is_select(label));
-        rc = rv == 0 ? BANK_DB_OK : bank_db_classify(db, rv);
+        if (rv == 0) {
+            return BANK_DB_OK;
+        }
+        rc = tries < BANK_DB_FRESH_TRIES ? failed(db, rv, is_select(label), &again)
+                                         : bank_db_classify(db, rv);
+        again = again && tries < BANK_DB_FRESH_TRIES;
     }
     return rc;
 }
@@ -444,7 +449,7 @@ bank_db_rc bank_db_exec(bank_db_t *db, const char *label, int *affected, int nar
     apr_dbd_prepared_t *st = lookup(db, label);
     bank_db_rc rc = BANK_DB_OK;
     bank_db_watch_t w;
-    int n = 0, rv, mine, again;
+    int n = 0, rv, mine, again, tries;
 
     if (!st) {
         return BANK_DB_NO_STMT;
@@ -456,12 +461,17 @@ bank_db_rc bank_db_exec(bank_db_t *db, const char *label, int *affected, int nar
     rv = bank_db_watch_end(db, &w, rv, !db->in_txn);
     if (rv != 0) {
         rc = failed(db, rv, 0, &again);
-        if (again && (st = lookup(db, label)) != NULL) {
+        for (tries = 1; again && (st = lookup(db, label)) != NULL; tries++) {
             db->statements++;
             bank_db_watch_begin(db, &w);
             rv = bank_drv_pquery(db->driver, db->pool, db->handle, st, nargs, args, &n);
             rv = bank_db_watch_end(db, &w, rv, !db->in_txn);
-            rc = rv == 0 ? BANK_DB_OK : bank_db_classify(db, rv);
+            if (rv == 0) {
+                rc = BANK_DB_OK;
+                break;
+            }
+            rc = tries < BANK_DB_FRESH_TRIES ? failed(db, rv, 0, &again) : bank_db_classify(db, rv);
+            again = again && tries < BANK_DB_FRESH_TRIES;
         }
     }
     if (mine) {

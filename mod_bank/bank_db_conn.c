@@ -108,28 +108,36 @@ static apr_int64_t sqlite_schema(const bank_db_conn_t *conn, apr_dbd_t *handle, 
     return bank_drv_sqlite_schema(conn->driver, pool, handle);
 }
 
-/* Prepares a SQLite handle's statements (prepare_statements) under one schema: the schema
- * cookie read before and after must agree (and be read), else a migration committed meanwhile
- * and they are prepared again. Each statement's form then belongs to that schema: an older
- * form prepared after the migration that made it needless would be valid, never fail, and
- * so never be replaced. *schema: that cookie (a statement that fails under a newer one
- * replaces the connection). NULL, or the label that failed, or why none held still. */
+/* Prepares a SQLite handle's statements (prepare_statements) in one read transaction, after a
+ * read of the schema that brings the connection's copy of it up to date (a connection that
+ * has not seen the last migration yet fails that read once, SQLITE_SCHEMA, and reloads it):
+ * the statements are then compiled against the schema whose cookie is read in the same
+ * snapshot, and a migration that commits later expires them under a cookie that differs,
+ * which replaces the connection. The sqlite3 driver compiles against the connection's copy
+ * as it is, and the cookie comes from the file: read outside one snapshot, a copy not yet
+ * reloaded gave statements that failed for good under a cookie that said they were current.
+ * *schema: that cookie. NULL, or the label that failed, or why the schema could not be read. */
 static const char *sqlite_prepare(const bank_db_conn_t *conn, apr_pool_t *pool, apr_pool_t *tmp,
                                   apr_dbd_t *handle, apr_hash_t **prepared, apr_int64_t *schema)
 {
-    const char *label;
-    int tries;
+    bank_db_t *w = bank_db_wrap(tmp, conn->driver, handle, NULL);
+    const char *label = NULL, *v = NULL;
+    int tries, read = -1;
 
-    for (tries = 0; tries < 5; tries++) {
-        *schema = sqlite_schema(conn, handle, tmp);
-        if ((label = prepare_statements(conn, pool, handle, prepared, NULL)) != NULL) {
-            return label;
-        }
-        if (*schema >= 0 && sqlite_schema(conn, handle, tmp) == *schema) {
-            return NULL;
-        }
+    if (bank_db_query(w, "BEGIN") != 0) {
+        return "(BEGIN)";
     }
-    return "(the schema changed under each try)";
+    for (tries = 0; tries < 3 && read != 0; tries++) {
+        read = bank_db_query_value(w, "SELECT count(*) FROM sqlite_master", &v);
+    }
+    *schema = read == 0 ? sqlite_schema(conn, handle, tmp) : -1;
+    if (*schema < 0) {
+        label = "(the schema could not be read)";
+    } else {
+        label = prepare_statements(conn, pool, handle, prepared, NULL);
+    }
+    (void)bank_db_query(w, "COMMIT"); /* a read: nothing to keep or lose */
+    return label;
 }
 
 /* mod_bank's settings of a PostgreSQL session: BANK_PG_SESSION_SQL, and the bound on one

@@ -11,6 +11,11 @@
 #include "bank_db_source.h"
 #include "bank_db_wait.h"
 
+/* Runs of one statement, or of one SQLite transaction, while each failure is on a connection
+ * the recovery has just replaced (FRESH): bankctl migrate commits its files one after the
+ * other, and each change of the schema fails the statements prepared before it once. */
+#define BANK_DB_FRESH_TRIES 3
+
 /* How the connection layer repairs a handle's connection after a failed statement
  * (bank_db_conn.c); the handle layer calls it through bank_db_recover. */
 typedef bank_conn_state (*bank_db_recover_fn)(bank_db_t *db);

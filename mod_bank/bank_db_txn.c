@@ -138,15 +138,18 @@ static bank_db_rc transaction_once(bank_db_t *db, bank_db_txn_fn fn, void *baton
 
 bank_db_rc bank_db_transaction(bank_db_t *db, bank_db_txn_fn fn, void *baton)
 {
-    int rolled_back;
+    int rolled_back, tries;
     bank_db_rc rc = transaction_once(db, fn, baton, &rolled_back);
 
     /* SQLite: a statement prepared before a migration changed the schema fails, and its
      * transaction with it (bank_db_driver.h, D7); so does a write on a connection opened
      * while the file was read-only. Rolled back, nothing was written: on the new connection
-     * the recovery opens (FRESH), the whole transaction runs once more. PostgreSQL's
-     * failures are not of this kind. */
-    if (rolled_back && rc == BANK_DB_ERROR && !bank_db_is_pgsql(db) && bank_db_retry(db, rc, 0)) {
+     * the recovery opens (FRESH), the whole transaction runs again: up to
+     * BANK_DB_FRESH_TRIES times in all, as bankctl migrate commits its files one after the
+     * other. PostgreSQL's failures are not of this kind. */
+    for (tries = 1; tries < BANK_DB_FRESH_TRIES && rolled_back && rc == BANK_DB_ERROR &&
+                    !bank_db_is_pgsql(db) && bank_db_retry(db, rc, 0);
+         tries++) {
         rc = transaction_once(db, fn, baton, &rolled_back);
     }
     return rc;
