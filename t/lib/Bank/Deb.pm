@@ -61,9 +61,11 @@ sub policy_aside {
 }
 END { rename $policy_kept, $policy if $policy_kept && -e $policy_kept }
 
+# apache2 stopped: returns once its parent is gone, up to 60 s (a site of thousands of threads
+# that held a flood's connections takes more than 10 s to end on a loaded machine).
 sub stops {
     system('apache2ctl', 'stop') if apache_running();
-    for (1 .. 100) { last unless apache_running(); select undef, undef, undef, 0.1 }
+    for (1 .. 600) { last unless apache_running(); select undef, undef, undef, 0.1 }
 }
 
 sub restore {
