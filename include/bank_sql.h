@@ -42,7 +42,6 @@ typedef struct {
  * older schema and on the newer one; it stands next to the statement it replaces. */
 typedef struct {
     const char *label;
-    int since; /* the schema version the statement's own form needs (documentation) */
     const char *sql;
 } bank_stmt_older_t;
 
@@ -53,7 +52,7 @@ extern const bank_stmt_t bank_store_notice_sql[];
 extern const bank_stmt_t bank_store_push_sql[];
 extern const bank_stmt_t bank_store_identity_sql[];
 extern const bank_stmt_t bank_store_privileges_sql[];
-/* The older forms (bank_stmt_older_t), the list ending with {NULL, 0, NULL}. */
+/* The older forms (bank_stmt_older_t), the list ending with {NULL, NULL}. */
 extern const bank_stmt_older_t bank_store_auth_older[];
 
 /* Adds to needs (table name -> int of BANK_PRIV_* bits, bank_store.h) what running sql (or a

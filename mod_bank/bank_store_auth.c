@@ -144,12 +144,12 @@ const bank_stmt_t bank_store_auth_sql[] = {
  * the device, until a sign-in on it after the migration records the session. */
 /* clang-format off */
 const bank_stmt_older_t bank_store_auth_older[] = {
-    {"bank_device_upsert", 12,
+    {"bank_device_upsert",
      "INSERT INTO devices (customer_id, device_token, created_at, last_seen_at)"
      " SELECT c, d, f, l FROM (SELECT {uuid} AS c, %s AS d, %lld AS t, %pDz AS f, %pDz AS l)"
      " WHERE true ON CONFLICT (customer_id, device_token)"
      " DO UPDATE SET last_seen_at = excluded.last_seen_at"},
-    {NULL, 0, NULL}};
+    {NULL, NULL}};
 /* clang-format on */
 
 bank_db_rc bank_store_token_find(bank_db_t *db, const char *id, bank_token_row_t *out)
