@@ -91,7 +91,7 @@ $(BUILD)/deb/bankctl: SQLDIR := $(DEB_SQLDIR)
 $(BUILD)/bankctl $(BUILD)/deb/bankctl: $(CTL_SRC) $(HEADERS) $(BUILD)/libbank.a
 	@mkdir -p $(@D)
 	@echo "CC $@"; $(CC) -O2 -g $(WARN) -Iinclude $(APR_INC) -DBANK_SQL_DIR='"$(SQLDIR)"' \
-	    -o $@ $(CTL_SRC) $(BUILD)/libbank.a -lapr-1 -laprutil-1 $(LIBS)
+	    -o $@ $(CTL_SRC) $(BUILD)/libbank.a -lapr-1 -laprutil-1 $(LIBS) -lz
 
 $(BUILD)/unit/%: t/unit/%.c t/unit/unit.h t/unit/db_fixture.h $(HEADERS) $(BUILD)/libbank-san.a
 	@mkdir -p $(BUILD)/unit

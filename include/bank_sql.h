@@ -54,6 +54,7 @@ extern const bank_stmt_t bank_store_identity_sql[];
 extern const bank_stmt_t bank_store_privileges_sql[];
 /* The older forms (bank_stmt_older_t), the list ending with {NULL, NULL}. */
 extern const bank_stmt_older_t bank_store_auth_older[];
+extern const bank_stmt_older_t bank_store_notice_older[];
 
 /* Adds to needs (table name -> int of BANK_PRIV_* bits, bank_store.h) what running sql (or a
  * trigger function's body) takes on each table it names: INSERT INTO, UPDATE, DELETE FROM,

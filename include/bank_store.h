@@ -38,6 +38,8 @@ bank_db_rc bank_store_token_insert(bank_db_t *db, const char *customer_id, const
 bank_db_rc bank_store_token_delete(bank_db_t *db, const char *id, int *count);
 /* Deletes every token of a customer; *count how many. */
 bank_db_rc bank_store_token_revoke_all(bank_db_t *db, const char *customer_id, int *count);
+/* Deletes up to batch tokens that expired before `before`; *removed: how many. */
+bank_db_rc bank_store_tokens_prune(bank_db_t *db, const char *before, int batch, int *removed);
 /* The tokens revoked (deleted, or changed in what verifies them) and the customers whose BVN
  * answer changed, committed after position, a feed position this returned before (NULL:
  * none, only where the feed stands): *ids the tokens' ids as text ("0": every token),
@@ -258,6 +260,53 @@ typedef struct {
 
 /* The newest limit notices (bank_notice_row_t), newest first. */
 bank_db_rc bank_store_notices_list(bank_db_t *db, int limit, apr_array_header_t **out);
+
+/* A notice whole, every column as the database prints it (bankctl notices archive and
+ * restore; NULL for SQL NULL), in the order of bank_notice_column_names. */
+#define BANK_NOTICE_COLUMNS 23
+enum {
+    BANK_NOTICE_ID = 0,
+    BANK_NOTICE_PARTNER = 1,
+    BANK_NOTICE_AMOUNT = 5,
+    BANK_NOTICE_STATUS_CODE = 13,
+    BANK_NOTICE_REFERENCE = 15,
+    BANK_NOTICE_RECEIVED_AT = 22
+};
+extern const char *const bank_notice_column_names[BANK_NOTICE_COLUMNS];
+typedef struct {
+    const char *v[BANK_NOTICE_COLUMNS];
+} bank_notice_record_t;
+/* Part of the notices received before a cut, in (received_at, id) order: after one row (its
+ * received_at and id as a record gave them; both NULL: from the first), up to another. */
+typedef struct {
+    const char *after_at, *after_id;
+    const char *upto_at, *upto_id;
+} bank_notice_window_t;
+
+/* How many notices were received before cut. */
+bank_db_rc bank_store_notices_before(bank_db_t *db, const char *cut, apr_int64_t *count);
+/* The next limit notices received before cut after w's after_* row (bank_notice_record_t). */
+bank_db_rc bank_store_notices_page(bank_db_t *db, const char *cut, const bank_notice_window_t *w,
+                                   int limit, apr_array_header_t **out);
+/* Keeps the keys of the notices in w (a repeat of one is then answered as a duplicate, also
+ * once it is gone), marked archived at now; *kept: how many were not kept already. */
+bank_db_rc bank_store_notices_keep_keys(bank_db_t *db, const char *cut, const char *now,
+                                        const bank_notice_window_t *w, int *kept);
+/* After the keys were kept, before the first notice goes: on PostgreSQL, waits for every
+ * insert of notices under way to end. An insert reads the kept keys as of its start (READ
+ * COMMITTED) but meets the unique key as it is: one that started before the keys were
+ * committed could otherwise store a repeat once its row was deleted. Every insert that
+ * starts later sees the keys. Nothing to wait for on SQLite (one writer, reading the latest
+ * rows). */
+bank_db_rc bank_store_notices_settle(bank_db_t *db);
+/* Deletes the notices in w and their push messages, in one transaction; *removed: how many
+ * notices. */
+bank_db_rc bank_store_notices_remove(bank_db_t *db, const char *cut, const bank_notice_window_t *w,
+                                     int *removed);
+/* Puts n archived notices back (one whose id or key is there is passed over), without push
+ * messages, and forgets their kept keys, in one transaction; *added: how many came back. */
+bank_db_rc bank_store_notices_restore(bank_db_t *db, const bank_notice_record_t *r, int n,
+                                      int *added);
 
 /* ---- the push outbox (bank_store_push.c, docs/push.md) ---- */
 

@@ -9,7 +9,7 @@
 /* The newest schema (sql/<driver>/NNN_*.sql) this build knows: it serves on it, on an older
  * one that bankctl migrate brings up to it, and on a newer one whose migrations only added
  * (schema_version.requires, 011). t/api/operations/version.t checks it against the files. */
-#define BANK_SCHEMA_VERSION 13
+#define BANK_SCHEMA_VERSION 14
 /* The oldest SQLite schema this build serves on: the previous release's (0.2.0's, 9), with
  * the older form of each statement written for a later one (bank_stmt_older, bank_sql.h).
  * The package's reload then brings this module before bankctl migrate runs: a migration

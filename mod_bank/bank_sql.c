@@ -39,7 +39,8 @@ const bank_stmt_t *bank_stmt_find(const char *label)
     return NULL;
 }
 
-static const bank_stmt_older_t *const older_sets[] = {bank_store_auth_older, NULL};
+static const bank_stmt_older_t *const older_sets[] = {bank_store_auth_older,
+                                                      bank_store_notice_older, NULL};
 
 const char *bank_stmt_older(apr_pool_t *p, const char *label)
 {

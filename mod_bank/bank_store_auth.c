@@ -66,6 +66,12 @@ const bank_stmt_t bank_store_auth_sql[] = {
      "DELETE FROM auth_access_tokens WHERE id = %lld AND type = 'auth_token'"},
     {"bank_token_revoke_all",
      "DELETE FROM auth_access_tokens WHERE tokenable_id = {uuid}"},
+    /* bankctl token prune: up to a batch of tokens expired before a time (the index on
+     * expires_at: bounded work however large the table; 014 keeps their deletion off the
+     * revocation feed). */
+    {"bank_tokens_prune",
+     "DELETE FROM auth_access_tokens WHERE id IN (SELECT id FROM auth_access_tokens"
+     " WHERE expires_at < %pDz LIMIT %d)"},
     /* The revocation feed (auth_token_revocations, written by the triggers of the tokens and
      * of what a BVN answer is made of): one row with where the feed stands now, then the
      * rows added after the position given, at most BANK_CHANGE_FEED_MAX + 1 (revocation_cols):
@@ -233,6 +239,12 @@ bank_db_rc bank_store_token_revoke_all(bank_db_t *db, const char *customer_id, i
 {
     const char *args[] = {customer_id};
     return bank_db_exec(db, "bank_token_revoke_all", count, BANK_NARGS(args), args);
+}
+
+bank_db_rc bank_store_tokens_prune(bank_db_t *db, const char *before, int batch, int *removed)
+{
+    const char *args[] = {before, apr_itoa(bank_db_pool(db), batch)};
+    return bank_db_exec(db, "bank_tokens_prune", removed, BANK_NARGS(args), args);
 }
 
 bank_db_rc bank_store_token_revocations(bank_db_t *db, const char *position,

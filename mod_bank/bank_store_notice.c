@@ -59,7 +59,7 @@ static const bank_col_t put_cols[] = {
  * account (by its bank-side id, the notice's walletId: column17) is joined in the same
  * statement, not looked up in a round trip of its own. VALUES columns are column1..21 on
  * both drivers. */
-#define NOTICE_INSERT(rows)                                                                        \
+#define NOTICE_INSERT_WHERE(rows, where)                                                           \
     "INSERT INTO payment_notices (id, partner, service, type, status, amount, charges,"            \
     " currency, narration, receiver_account_name, receiver_account_number,"                        \
     " receiver_bank_code, session_id, status_code, status_message, transaction_reference,"         \
@@ -70,8 +70,31 @@ static const bank_col_t put_cols[] = {
     " a.customer_id, v.column20, v.column21 FROM (VALUES " rows ") AS v"                           \
     " LEFT JOIN accounts a ON a.bank_account_id = v.column17"                                      \
     " WHERE 1 = 1" /* SQLite: an upsert after a join needs a WHERE */                              \
-    " ON CONFLICT (partner, transaction_reference, status_code) DO NOTHING"                        \
+        where " ON CONFLICT (partner, transaction_reference, status_code) DO NOTHING"              \
     " RETURNING partner, transaction_reference, status_code, account_id"
+/* A notice moved out by bankctl notices archive left its key (partner column2, reference
+ * column16, status code column14) in payment_notices_archived (014): a repeat of it is not
+ * stored either. The keys are written, and committed, before the rows go (cmd_notices_archive),
+ * so a repeat arriving meanwhile meets the row or the key. */
+#define NOTICE_INSERT(rows)                                                                        \
+    NOTICE_INSERT_WHERE(rows, " AND NOT EXISTS (SELECT 1 FROM payment_notices_archived x"          \
+                              " WHERE x.partner = v.column2 AND x.transaction_reference ="         \
+                              " v.column16 AND x.status_code = v.column14)")
+/* Before 014 (a SQLite schema from 9 on, served before bankctl migrate): no archive yet. */
+#define NOTICE_INSERT_OLDER(rows) NOTICE_INSERT_WHERE(rows, "")
+
+/* Every column of a notice, in the order of bank_notice_record_t (bankctl notices archive
+ * and restore). */
+#define NOTICE_COLUMNS                                                                             \
+    "id, partner, service, type, status, amount, charges, currency, narration,"                    \
+    " receiver_account_name, receiver_account_number, receiver_bank_code, session_id,"             \
+    " status_code, status_message, transaction_reference, wallet_id, client_ref,"                  \
+    " customer_reference, account_id, customer_id, raw_body, received_at"
+/* After a row in (received_at, id) order (args: its time twice, its id), and up to one: a
+ * range of received_at first, so that the index on it bounds the rows read. */
+#define AFTER_ROW "received_at >= %pDz AND (received_at > %pDz OR id > {uuid})"
+#define UP_TO_ROW "received_at <= %pDz AND (received_at < %pDz OR id <= {uuid})"
+#define IN_WINDOW AFTER_ROW " AND " UP_TO_ROW
 
 /* The statements for 1, 2, 4, ... 64 notices: a batch is written in as few as it takes
  * (on PostgreSQL each statement is a round trip and an executor start; measured with perf,
@@ -106,6 +129,52 @@ const bank_stmt_t bank_store_notice_sql[] = {
      " received_at FROM payment_notices ORDER BY received_at DESC LIMIT %d"},
     /* The schema's version (version_cols): GET /health and bankctl check. */
     {"bank_schema_version", "SELECT MAX(version) FROM schema_version"},
+    /* bankctl notices archive (bank_store_notices_archive_*): how many were received
+     * before the cut; a page of them whole (record_cols) in (received_at, id) order after
+     * a row (args: the cut, the row's time twice, its id, the page's length); then, window
+     * by window of those pages (after one row, up to another), their keys kept, their push
+     * rows and the rows themselves deleted. */
+    {"bank_notices_archive_count",
+     "SELECT count(*) FROM payment_notices WHERE received_at < %pDz"},
+    {"bank_notices_archive_page",
+     "SELECT " NOTICE_COLUMNS " FROM payment_notices WHERE received_at < %pDz AND " AFTER_ROW
+     " ORDER BY received_at, id LIMIT %d"},
+    {"bank_notices_archive_keys",
+     "INSERT INTO payment_notices_archived (partner, transaction_reference, status_code,"
+     " archived_at) SELECT partner, transaction_reference, status_code, %pDz FROM"
+     " payment_notices WHERE received_at < %pDz AND " IN_WINDOW " ON CONFLICT DO NOTHING"},
+    {"bank_notices_archive_outbox",
+     "DELETE FROM push_outbox WHERE notice_id IN (SELECT id FROM payment_notices"
+     " WHERE received_at < %pDz AND " IN_WINDOW ")"},
+    {"bank_notices_archive_delete",
+     "DELETE FROM payment_notices WHERE received_at < %pDz AND " IN_WINDOW},
+    /* bankctl notices restore: a row back as it was archived (unless its id or key is there
+     * again), without the push messages its insert made (a year-old payment is not news),
+     * and its key no longer kept. */
+    {"bank_notice_restore",
+     "INSERT INTO payment_notices (" NOTICE_COLUMNS ") VALUES ({uuid}, %s, %s, %s, %s, %lld,"
+     " %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, {uuid}, {uuid}, %s, %pDz)"
+     " ON CONFLICT DO NOTHING"},
+    {"bank_notice_restore_outbox", "DELETE FROM push_outbox WHERE notice_id = {uuid}"},
+    {"bank_notice_unarchive",
+     "DELETE FROM payment_notices_archived WHERE partner = %s AND transaction_reference = %s"
+     " AND status_code = %s"},
+    {NULL, NULL}};
+
+/* Before 014 (SQLite schemas from BANK_SCHEMA_SQLITE_OLDEST, served until bankctl migrate):
+ * the webhook's inserts without the archive's keys; the archive's own statements do nothing
+ * there (bankctl notices archive and restore refuse an older schema before they run). */
+const bank_stmt_older_t bank_store_notice_older[] = {
+    {"bank_webhook_insert", NOTICE_INSERT_OLDER(NOTICE_ROW)},
+    {"bank_webhook_insert_2", NOTICE_INSERT_OLDER(NOTICE_ROWS_2)},
+    {"bank_webhook_insert_4", NOTICE_INSERT_OLDER(NOTICE_ROWS_4)},
+    {"bank_webhook_insert_8", NOTICE_INSERT_OLDER(NOTICE_ROWS_8)},
+    {"bank_webhook_insert_16", NOTICE_INSERT_OLDER(NOTICE_ROWS_16)},
+    {"bank_webhook_insert_32", NOTICE_INSERT_OLDER(NOTICE_ROWS_32)},
+    {"bank_webhook_insert_64", NOTICE_INSERT_OLDER(NOTICE_ROWS_64)},
+    {"bank_notices_archive_keys",
+     "SELECT %pDz, %pDz, %pDz, %pDz, {uuid}, %pDz, %pDz, {uuid} WHERE 1 = 0"},
+    {"bank_notice_unarchive", "SELECT %s, %s, %s WHERE 1 = 0"},
     {NULL, NULL}};
 /* clang-format on */
 
@@ -262,4 +331,166 @@ bank_db_rc bank_store_notices_list(bank_db_t *db, int limit, apr_array_header_t 
     const char *args[] = {apr_itoa(bank_db_pool(db), limit)};
     return bank_db_rows(db, "bank_notices_list", BANK_NARGS(args), args, notice_cols,
                         sizeof(bank_notice_row_t), out);
+}
+
+const char *const bank_notice_column_names[BANK_NOTICE_COLUMNS] = {"id",
+                                                                   "partner",
+                                                                   "service",
+                                                                   "type",
+                                                                   "status",
+                                                                   "amount",
+                                                                   "charges",
+                                                                   "currency",
+                                                                   "narration",
+                                                                   "receiver_account_name",
+                                                                   "receiver_account_number",
+                                                                   "receiver_bank_code",
+                                                                   "session_id",
+                                                                   "status_code",
+                                                                   "status_message",
+                                                                   "transaction_reference",
+                                                                   "wallet_id",
+                                                                   "client_ref",
+                                                                   "customer_reference",
+                                                                   "account_id",
+                                                                   "customer_id",
+                                                                   "raw_body",
+                                                                   "received_at"};
+
+#define R(i) BANK_COL(TEXT, bank_notice_record_t, v[i])
+static const bank_col_t record_cols[] = {
+    R(0),  R(1),  R(2),  R(3),  R(4),  R(5),  R(6),  R(7),  R(8),  R(9),  R(10), R(11),
+    R(12), R(13), R(14), R(15), R(16), R(17), R(18), R(19), R(20), R(21), R(22), BANK_COL_LAST};
+#undef R
+
+/* The start of the order: before any row (a time no notice has, the smallest id). */
+#define FIRST_AT "0001-01-01T00:00:00.000Z"
+#define FIRST_ID "00000000-0000-0000-0000-000000000000"
+
+bank_db_rc bank_store_notices_before(bank_db_t *db, const char *cut, apr_int64_t *count)
+{
+    const char *args[] = {cut};
+    version_row row = {0};
+    bank_db_rc rc = bank_db_row(db, "bank_notices_archive_count", BANK_NARGS(args), args,
+                                version_cols, &row, sizeof(row));
+
+    *count = row.version;
+    return rc;
+}
+
+bank_db_rc bank_store_notices_page(bank_db_t *db, const char *cut, const bank_notice_window_t *w,
+                                   int limit, apr_array_header_t **out)
+{
+    const char *at = w->after_at ? w->after_at : FIRST_AT;
+    const char *args[] = {cut, at, at, w->after_id ? w->after_id : FIRST_ID,
+                          apr_itoa(bank_db_pool(db), limit)};
+    return bank_db_rows(db, "bank_notices_archive_page", BANK_NARGS(args), args, record_cols,
+                        sizeof(bank_notice_record_t), out);
+}
+
+/* The arguments of IN_WINDOW for w, from args[0] on. */
+static void window_args(const bank_notice_window_t *w, const char **args)
+{
+    args[0] = args[1] = w->after_at ? w->after_at : FIRST_AT;
+    args[2] = w->after_id ? w->after_id : FIRST_ID;
+    args[3] = args[4] = w->upto_at;
+    args[5] = w->upto_id;
+}
+
+bank_db_rc bank_store_notices_keep_keys(bank_db_t *db, const char *cut, const char *now,
+                                        const bank_notice_window_t *w, int *kept)
+{
+    const char *args[8] = {now, cut};
+
+    window_args(w, args + 2);
+    return bank_db_exec(db, "bank_notices_archive_keys", kept, BANK_NARGS(args), args);
+}
+
+typedef struct {
+    const char *args[7];
+    int *removed;
+} remove_baton;
+
+static bank_db_rc remove_txn(bank_db_t *db, void *baton)
+{
+    remove_baton *b = baton;
+    bank_db_rc rc =
+        bank_db_exec(db, "bank_notices_archive_outbox", NULL, BANK_NARGS(b->args), b->args);
+
+    return rc != BANK_DB_OK ? rc
+                            : bank_db_exec(db, "bank_notices_archive_delete", b->removed,
+                                           BANK_NARGS(b->args), b->args);
+}
+
+bank_db_rc bank_store_notices_remove(bank_db_t *db, const char *cut, const bank_notice_window_t *w,
+                                     int *removed)
+{
+    remove_baton b = {{cut}, removed};
+
+    *removed = 0;
+    window_args(w, b.args + 1);
+    return bank_db_transaction(db, remove_txn, &b);
+}
+
+typedef struct {
+    const bank_notice_record_t *r;
+    int n, *added;
+} restore_baton;
+
+static bank_db_rc restore_txn(bank_db_t *db, void *baton)
+{
+    restore_baton *b = baton;
+    bank_db_rc rc = BANK_DB_OK;
+    int i, added;
+
+    for (i = 0; i < b->n && rc == BANK_DB_OK; i++) {
+        const char *const *v = b->r[i].v;
+        const char *id[] = {v[BANK_NOTICE_ID]};
+        const char *key[] = {v[BANK_NOTICE_PARTNER], v[BANK_NOTICE_REFERENCE],
+                             v[BANK_NOTICE_STATUS_CODE]};
+
+        rc = bank_db_exec(db, "bank_notice_restore", &added, BANK_NOTICE_COLUMNS, v);
+        if (rc == BANK_DB_OK && added > 0) {
+            *b->added += added;
+            rc = bank_db_exec(db, "bank_notice_restore_outbox", NULL, BANK_NARGS(id), id);
+        }
+        if (rc == BANK_DB_OK) {
+            rc = bank_db_exec(db, "bank_notice_unarchive", NULL, BANK_NARGS(key), key);
+        }
+    }
+    return rc;
+}
+
+bank_db_rc bank_store_notices_restore(bank_db_t *db, const bank_notice_record_t *r, int n,
+                                      int *added)
+{
+    restore_baton b = {r, n, added};
+    bank_db_rc rc;
+
+    *added = 0;
+    rc = bank_db_transaction(db, restore_txn, &b);
+    if (rc != BANK_DB_OK) {
+        *added = 0;
+    }
+    return rc;
+}
+
+bank_db_rc bank_store_notices_settle(bank_db_t *db)
+{
+    bank_db_rc rc;
+
+    if (!bank_db_is_pgsql(db)) {
+        return BANK_DB_OK; /* a write transaction there reads the latest rows */
+    }
+    if ((rc = bank_db_begin(db)) != BANK_DB_OK) {
+        return rc;
+    }
+    /* Taken once every insert under way has ended, and given back at once: the webhook's
+     * inserts wait for it (a second at most) rather than meet it. */
+    if (bank_db_query(db, "SET LOCAL lock_timeout = '1s'") != 0 ||
+        bank_db_query(db, "LOCK TABLE payment_notices IN SHARE ROW EXCLUSIVE MODE") != 0) {
+        bank_db_end(db, 0);
+        return BANK_DB_ERROR;
+    }
+    return bank_db_end(db, 1);
 }

@@ -48,7 +48,10 @@ static const opt_t o_bvn_check[] = {{"bvn", 1},         {"dob", 1},     {"first"
                                     {"credentials", 1}, {"timeout", 1}, {NULL, 0}};
 static const opt_t o_token_issue[] = {{"email", 1}, {"ttl", 1}, {"abilities", 1}, {NULL, 0}};
 static const opt_t o_email[] = {{"email", 1}, {NULL, 0}};
+static const opt_t o_token_prune[] = {{"expired-for", 1}, {"batch", 1}, {NULL, 0}};
 static const opt_t o_notices[] = {{"limit", 1}, {"json", 0}, {NULL, 0}};
+static const opt_t o_notices_archive[] = {{"before", 1}, {"to", 1}, {"batch", 1}, {NULL, 0}};
+static const opt_t o_notices_restore[] = {{"file", 2}, {"batch", 1}, {NULL, 0}};
 static const opt_t o_check[] = {{"f", 1}, {NULL, 0}};
 static const opt_t o_push_list[] = {{"pending", 0}, {"failed", 0}, {"limit", 1}, {NULL, 0}};
 static const opt_t o_push_retry[] = {{"id", 2}, {NULL, 0}};
@@ -110,6 +113,23 @@ static const ctl_command_t commands[] = {
      "token revoke --email E\n"
      "      delete every token of a customer and print how many\n",
      cmd_token_revoke},
+    {"token", "prune", "token prune", o_token_prune,
+     "token prune [--expired-for DAYS] [--batch N]\n"
+     "      delete the tokens that expired more than DAYS ago (default 30), N a statement\n"
+     "      (default 500); safe while httpd serves\n",
+     cmd_token_prune},
+    /* before "notices" alone, which takes any word after it as an option */
+    {"notices", "archive", "notices archive", o_notices_archive,
+     "notices archive --before YYYY-MM-DD --to FILE [--batch N]\n"
+     "      move the notices received before that day (UTC) to FILE (gzip, a JSON object a\n"
+     "      line), checked before any is removed; their keys stay, so that a repeat is still\n"
+     "      a duplicate; N rows a transaction (default 1000); safe while httpd serves\n",
+     cmd_notices_archive},
+    {"notices", "restore", "notices restore", o_notices_restore,
+     "notices restore FILE [--batch N]\n"
+     "      put the notices of an archive back (those there already are passed over), no\n"
+     "      push message sent for them; the whole file is checked first\n",
+     cmd_notices_restore},
     {"notices", NULL, "notices", o_notices,
      "notices [--limit N] [--json]\n"
      "      list payment notices, newest first (default 20); --json: one object a line\n",

@@ -64,6 +64,13 @@ void ctl_open(ctl_t *c, int creating);
 void ctl_open_db(ctl_t *c);
 void ctl_db_fail(ctl_t *c, const char *what) __attribute__((noreturn));
 const char *ctl_customer_id(ctl_t *c, const char *email, int must);
+/* Runs batch after batch, each in a pool of its own cleared after it (what the database
+ * hands back included), with a short pause between them so that httpd's writes go on; a
+ * batch the database turned away for a passing reason is tried twice more, a second apart.
+ * fn does batch number i and says how many rows it did and whether more may be left; it
+ * stops at the first failure with what, and what was done before it. Returns the sum. */
+typedef bank_db_rc (*ctl_batch_fn)(ctl_t *c, void *baton, long i, int *done, int *more);
+apr_int64_t ctl_batches(ctl_t *c, ctl_batch_fn fn, void *baton, const char *what);
 
 /* identity.c: ctl_open_ready reads the identity keys (--keys; as root, before the database
  * is opened as its owner), then ctl_open_db, then checks the keys against the database */
@@ -82,7 +89,10 @@ const char *ctl_bvn_record_problem(apr_pool_t *p, const bank_bvn_record_t *rec, 
 int cmd_bvn_check(ctl_t *c, apr_table_t *o); /* bvn_check.c: needs no database */
 int cmd_token_issue(ctl_t *c, apr_table_t *o);
 int cmd_token_revoke(ctl_t *c, apr_table_t *o);
+int cmd_token_prune(ctl_t *c, apr_table_t *o);
 int cmd_notices(ctl_t *c, apr_table_t *o);
+int cmd_notices_archive(ctl_t *c, apr_table_t *o);
+int cmd_notices_restore(ctl_t *c, apr_table_t *o);
 int cmd_check(ctl_t *c, apr_table_t *o); /* check.c: reads an httpd configuration */
 /* check_db.c: the checks on a database bankctl check opened as httpd's User. */
 typedef void (*ctl_say_fn)(void *baton, int ok, const char *check, const char *detail);

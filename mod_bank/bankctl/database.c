@@ -163,3 +163,35 @@ const char *ctl_customer_id(ctl_t *c, const char *email, int must)
     }
     return cust.id;
 }
+
+apr_int64_t ctl_batches(ctl_t *c, ctl_batch_fn fn, void *baton, const char *what)
+{
+    apr_int64_t total = 0;
+    apr_pool_t *bp, *before;
+    int done, more = 1, tries;
+    long i;
+    bank_db_rc rc;
+
+    apr_pool_create(&bp, c->pool);
+    if (!(before = bank_db_use_pool(c->db, bp))) {
+        die(1, "%s: a transaction was left open", what);
+    }
+    for (i = 0; more; i++) {
+        tries = 0;
+        while ((rc = fn(c, baton, i, &done, &more)) != BANK_DB_OK && bank_db_transient(c->db, rc) &&
+               ++tries <= 2) {
+            apr_sleep(apr_time_from_sec(1));
+        }
+        if (rc != BANK_DB_OK) {
+            ctl_db_fail(c, apr_psprintf(c->pool, "%s (%" APR_INT64_T_FMT " before the failure)",
+                                        what, total));
+        }
+        total += done;
+        apr_pool_clear(bp);
+        if (more) {
+            apr_sleep(apr_time_from_msec(2));
+        }
+    }
+    bank_db_use_pool(c->db, before);
+    return total;
+}

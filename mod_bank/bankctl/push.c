@@ -76,49 +76,36 @@ int cmd_push_retry(ctl_t *c, apr_table_t *o)
     return 0;
 }
 
-/* Each batch a statement and a commit of its own, in a pool of its own (cleared after it),
- * a pause between them: the webhook's writes (SQLite's one writer) go on meanwhile. A batch
- * the database turned away for a passing reason (busy, the connection re-opened) is tried
- * again, twice at most, a second apart; the rows removed before a failure stay removed. */
+typedef struct {
+    const char *cutoff;
+    int batch;
+    apr_int64_t after;
+} prune_t;
+
+static bank_db_rc prune_batch(ctl_t *c, void *baton, long i, int *done, int *more)
+{
+    prune_t *p = baton;
+
+    (void)i;
+    return bank_store_push_prune(c->db, p->cutoff, p->batch, &p->after, done, more);
+}
+
+/* Each batch a statement and a commit of its own (ctl_batches); the rows removed before a
+ * failure stay removed. */
 int cmd_push_prune(ctl_t *c, apr_table_t *o)
 {
     const char *d = apr_table_get(o, "older-than"), *b = apr_table_get(o, "batch");
     long days = d ? ctl_parse_range("push prune", "older-than", d, 1, 3650) : PRUNE_DAYS_DEFAULT;
     long batch = b ? ctl_parse_range("push prune", "batch", b, 1, LIMIT_MAX) : PRUNE_BATCH_DEFAULT;
-    const char *cutoff =
-        bank_time_iso(c->pool, apr_time_now() - apr_time_from_sec((apr_time_t)days * 86400));
-    apr_int64_t after = 0, total = 0;
-    int removed = 0, more = 1, tries;
-    apr_pool_t *bp, *before;
-    bank_db_rc rc;
+    prune_t p = {
+        bank_time_iso(c->pool, apr_time_now() - apr_time_from_sec((apr_time_t)days * 86400)),
+        (int)batch, 0};
+    apr_int64_t total;
 
     ctl_open_ready(c);
-    apr_pool_create(&bp, c->pool);
-    if (!(before = bank_db_use_pool(c->db, bp))) {
-        die(1, "push prune: a transaction was left open");
-    }
-    while (more) {
-        tries = 0;
-        while ((rc = bank_store_push_prune(c->db, cutoff, (int)batch, &after, &removed, &more)) !=
-                   BANK_DB_OK &&
-               bank_db_transient(c->db, rc) && ++tries <= 2) {
-            apr_sleep(apr_time_from_sec(1));
-        }
-        if (rc != BANK_DB_OK) {
-            ctl_db_fail(c, apr_psprintf(c->pool,
-                                        "cannot prune the push messages (%" APR_INT64_T_FMT
-                                        " removed before)",
-                                        total));
-        }
-        total += removed;
-        apr_pool_clear(bp);
-        if (more) {
-            apr_sleep(apr_time_from_msec(2));
-        }
-    }
-    bank_db_use_pool(c->db, before);
+    total = ctl_batches(c, prune_batch, &p, "cannot prune the push messages");
     printf("%" APR_INT64_T_FMT " push messages done before %s removed (sent, unregistered or "
            "failed)\n",
-           total, bank_time_api(c->pool, cutoff));
+           total, bank_time_api(c->pool, p.cutoff));
     return 0;
 }

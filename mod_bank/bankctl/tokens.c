@@ -4,6 +4,7 @@
 #include <string.h>
 #include <apr_strings.h>
 #include "bankctl.h"
+#include "bank_time.h"
 #include "bank_customer.h"
 #include "bank_json.h"
 #include "bank_limits.h"
@@ -62,5 +63,39 @@ int cmd_token_revoke(ctl_t *c, apr_table_t *o)
         ctl_db_fail(c, "cannot revoke the tokens");
     }
     printf("revoked %d\n", n);
+    return 0;
+}
+
+typedef struct {
+    const char *before;
+    int batch;
+} token_prune_t;
+
+static bank_db_rc token_prune_batch(ctl_t *c, void *baton, long i, int *done, int *more)
+{
+    token_prune_t *t = baton;
+    bank_db_rc rc = bank_store_tokens_prune(c->db, t->before, t->batch, done);
+
+    (void)i;
+    *more = rc == BANK_DB_OK && *done == t->batch;
+    return rc;
+}
+
+/* Tokens expired more than DAYS ago: refused everywhere already, removed a batch a
+ * statement (ctl_batches) without a row each on the revocation feed (014). */
+int cmd_token_prune(ctl_t *c, apr_table_t *o)
+{
+    const char *d = apr_table_get(o, "expired-for"), *b = apr_table_get(o, "batch");
+    long days = d ? ctl_parse_range("token prune", "expired-for", d, 1, 3650) : 30;
+    long batch = b ? ctl_parse_range("token prune", "batch", b, 1, 10000) : 500;
+    token_prune_t t = {
+        bank_time_iso(c->pool, apr_time_now() - apr_time_from_sec((apr_time_t)days * 86400)),
+        (int)batch};
+    apr_int64_t total;
+
+    ctl_open_ready(c);
+    total = ctl_batches(c, token_prune_batch, &t, "cannot prune the tokens");
+    printf("%" APR_INT64_T_FMT " tokens expired before %s removed\n", total,
+           bank_time_api(c->pool, t.before));
     return 0;
 }
