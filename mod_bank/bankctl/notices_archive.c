@@ -3,10 +3,8 @@
  * counted and checksummed, the file read back and checked before any row is deleted; their
  * keys kept so that a repeat is still answered as a duplicate; and such a file put back.
  *
- * The file: gzip, one JSON object a line, each notice's columns by their names in the table
- * (bank_notice_column_names), every value a string or null, received_at in the API's form
- * (so that a file from one driver restores into the other). The checksum printed is the
- * SHA-256 of the uncompressed lines: `zcat FILE | sha256sum` gives it again. */
+ * The file: gzip, one line a notice (bank_notice_line.h). The checksum printed is the SHA-256
+ * of the uncompressed lines: `zcat FILE | sha256sum` gives it again. */
 #include <stdio.h>
 #include <string.h>
 #include <unistd.h>
@@ -17,7 +15,7 @@
 #include <apr_strings.h>
 #include <apr_file_info.h>
 #include "bankctl.h"
-#include "bank_json.h"
+#include "bank_notice_line.h"
 #include "bank_store.h"
 #include "bank_time.h"
 #include "bank_version.h"
@@ -97,70 +95,6 @@ static const char *parse_before(ctl_t *c, const char *cmd, const char *day)
             cmd);
     }
     return bank_time_iso(c->pool, t);
-}
-
-/* One notice as a line of the file, in p. */
-static const char *record_line(apr_pool_t *p, const bank_notice_record_t *r)
-{
-    json_object *o = bank_json_own(p, json_object_new_object());
-    int i;
-
-    for (i = 0; i < BANK_NOTICE_COLUMNS; i++) {
-        const char *v = r->v[i];
-        if (v && i == BANK_NOTICE_RECEIVED_AT) {
-            v = bank_time_api(p, v);
-        }
-        json_object_object_add(o, bank_notice_column_names[i], bank_json_str(v));
-    }
-    return apr_pstrcat(p, bank_json_text(p, o), "\n", (char *)NULL);
-}
-
-/* 1 for an optional minus and 1 to 19 digits. */
-static int whole_number(const char *s)
-{
-    apr_size_t n;
-
-    s += *s == '-';
-    n = strspn(s, "0123456789");
-    return n > 0 && n <= 19 && s[n] == '\0';
-}
-
-/* A line of the file back into r (values in p); NULL, or why not. */
-static const char *line_record(apr_pool_t *p, const char *line, apr_size_t len,
-                               bank_notice_record_t *r)
-{
-    const char *why = NULL;
-    json_object *o = bank_json_parse(p, line, len, &why), *v;
-    apr_time_t t;
-    int i;
-
-    if (!o || !json_object_is_type(o, json_type_object)) {
-        return "not a JSON object";
-    }
-    if (json_object_object_length(o) != BANK_NOTICE_COLUMNS) {
-        return "not a notice's columns";
-    }
-    for (i = 0; i < BANK_NOTICE_COLUMNS; i++) {
-        if (!json_object_object_get_ex(o, bank_notice_column_names[i], &v)) {
-            return apr_psprintf(p, "no %s", bank_notice_column_names[i]);
-        }
-        if (v && !json_object_is_type(v, json_type_string)) {
-            return apr_psprintf(p, "%s is not a string", bank_notice_column_names[i]);
-        }
-        r->v[i] = v ? json_object_get_string(v) : NULL;
-    }
-    if (!r->v[BANK_NOTICE_ID] || !r->v[BANK_NOTICE_PARTNER] || !r->v[BANK_NOTICE_REFERENCE] ||
-        !r->v[BANK_NOTICE_STATUS_CODE]) {
-        return "a key column is null";
-    }
-    if (!r->v[BANK_NOTICE_RECEIVED_AT] || bank_time_parse(r->v[BANK_NOTICE_RECEIVED_AT], &t)) {
-        return "received_at is not a time";
-    }
-    r->v[BANK_NOTICE_RECEIVED_AT] = bank_time_iso(p, t);
-    if (r->v[BANK_NOTICE_AMOUNT] && !whole_number(r->v[BANK_NOTICE_AMOUNT])) {
-        return "amount is not a whole number";
-    }
-    return NULL;
 }
 
 /* A gzip stream over fd from its start (fd stays open). */
@@ -318,7 +252,7 @@ static void write_archive(ctl_t *c, const char *cmd, apr_pool_t *bp, const char 
             break;
         }
         for (i = 0; i < rows->nelts; i++) {
-            const char *line = record_line(bp, &APR_ARRAY_IDX(rows, i, bank_notice_record_t));
+            const char *line = bank_notice_line(bp, &APR_ARRAY_IDX(rows, i, bank_notice_record_t));
             apr_size_t len = strlen(line);
             if (gzwrite(f, line, (unsigned)len) != (int)len) {
                 gzclose(f);
@@ -360,7 +294,7 @@ static const char *check_line(void *baton, const char *line, apr_size_t len)
 {
     restore_t *r = baton;
     bank_notice_record_t rec;
-    const char *why = line_record(r->bp, line, len, &rec);
+    const char *why = bank_notice_unline(r->bp, line, len, &rec);
 
     why = why ? apr_pstrdup(r->c->pool, why) : NULL; /* the line's pool goes now */
     apr_pool_clear(r->bp);
@@ -489,7 +423,7 @@ static const char *restore_line(void *baton, const char *line, apr_size_t len)
 {
     restore_t *r = baton;
     bank_notice_record_t *rec = apr_array_push(r->batch);
-    const char *why = line_record(r->bp, line, len, rec);
+    const char *why = bank_notice_unline(r->bp, line, len, rec);
 
     if (!why && r->batch->nelts >= r->size) {
         flush(r);
