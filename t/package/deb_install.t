@@ -56,6 +56,7 @@ sub holds {
             sni => 'bank.example.org', probes => \@probes, pidfile => $pidfile);
         my $sql = 'SELECT count(*) FROM payment_notices WHERE transaction_reference IN ('
           . join(',', map { "'TRF-probe-$_'" } @$uniques) . ')';
+        is(Bank::Deb::crashes(), '', "$what: no apache2 child crashed under the attacks");
         cmp_ok(scalar @$uniques, '>', 0, "$what: notices were acknowledged under the attacks");
         is(`sqlite3 -cmd '.timeout 10000' '$dbdir/bank.db' "$sql"` + 0, scalar @$uniques,
             "$what: every notice acknowledged under the attacks is stored");

@@ -18,7 +18,7 @@ use LWP::UserAgent ();
 use Test::More;
 use Bank::Test qw(slurp);
 
-our @EXPORT_OK = qw(apache_running dpkg configtest get starts stops links_to_bank $PKG $PIDFILE);
+our @EXPORT_OK = qw(apache_running dpkg configtest get starts stops links_to_bank crashes $PKG $PIDFILE);
 
 our $PKG     = 'libapache2-mod-bank';
 our $PIDFILE = '/run/apache2/apache2.pid';
@@ -61,11 +61,42 @@ sub policy_aside {
 }
 END { rename $policy_kept, $policy if $policy_kept && -e $policy_kept }
 
+# A child of the test's apache2 that crashes leaves a core here (CoreDumpDirectory, which
+# also keeps a child dumpable once it has become www-data; the snippet is there only while
+# the test's apache2 runs), and crashes() says so with the crashing thread's stack.
+my $CORES     = '/tmp/mod_bank-deb-cores';
+my $CORE_CONF = '/etc/apache2/conf-enabled/zz-mod_bank-test-cores.conf';
+my $log       = '/var/log/apache2/error.log';
+my $log_from  = -e $log ? -s $log : 0;
+
 # apache2 stopped: returns once its parent is gone, up to 60 s (a site of thousands of threads
 # that held a flood's connections takes more than 10 s to end on a loaded machine).
 sub stops {
     system('apache2ctl', 'stop') if apache_running();
     for (1 .. 600) { last unless apache_running(); select undef, undef, undef, 0.1 }
+    unlink $CORE_CONF;
+}
+
+sub cores_on {
+    mkdir $CORES;
+    chmod 01777, $CORES;
+    open my $fh, '>', $CORE_CONF or die "$CORE_CONF: $!";
+    print $fh "CoreDumpDirectory $CORES\n";
+    close $fh;
+}
+
+# The crashes of apache2's children since the test began (AH00052 lines of Debian's error
+# log, with the stack of each core left), as text; '' when none.
+sub crashes {
+    open my $fh, '<', $log or return '';
+    seek $fh, $log_from, 0;
+    my @lines = grep { /AH00052: child pid \d+ exit signal/ } <$fh>;
+    return '' unless @lines;
+    my $text = join '', @lines;
+    for my $core (glob "$CORES/core*") {
+        $text .= "$core:\n" . `gdb -q -batch -ex bt /usr/sbin/apache2 '$core' 2>&1 | grep -v '^\\[New LWP'`;
+    }
+    return $text;
 }
 
 sub restore {
@@ -118,7 +149,8 @@ sub get {
 sub starts {
     my ($what) = @_;
     stops();
-    my $t = `apache2ctl start 2>&1`;
+    cores_on();
+    my $t = `ulimit -c 2097152; apache2ctl start 2>&1`;    # cores up to 2 GiB
     is($?, 0, "$what: apache2 starts") or diag($t);
     my $res = get('/');
     ok(!$res->header('Client-Warning'), "$what: apache2 answers on port 80") or diag($res->as_string);
