@@ -276,8 +276,9 @@ extern const char *const bank_notice_column_names[BANK_NOTICE_COLUMNS];
 typedef struct {
     const char *v[BANK_NOTICE_COLUMNS];
 } bank_notice_record_t;
-/* Part of the notices received before a cut, in (received_at, id) order: after one row (its
- * received_at and id as a record gave them; both NULL: from the first), up to another. */
+/* Part of the notices in (received_at, id) order: after one row (its received_at and id as a
+ * record gave them; both NULL: from the first), up to another (a page of those received
+ * before a cut: the window holds no later notice). */
 typedef struct {
     const char *after_at, *after_id;
     const char *upto_at, *upto_id;
@@ -290,7 +291,7 @@ bank_db_rc bank_store_notices_page(bank_db_t *db, const char *cut, const bank_no
                                    int limit, apr_array_header_t **out);
 /* Keeps the keys of the notices in w (a repeat of one is then answered as a duplicate, also
  * once it is gone), marked archived at now; *kept: how many were not kept already. */
-bank_db_rc bank_store_notices_keep_keys(bank_db_t *db, const char *cut, const char *now,
+bank_db_rc bank_store_notices_keep_keys(bank_db_t *db, const char *now,
                                         const bank_notice_window_t *w, int *kept);
 /* After the keys were kept, before the first notice goes: on PostgreSQL, waits for every
  * insert of notices under way to end. An insert reads the kept keys as of its start (READ
@@ -301,8 +302,7 @@ bank_db_rc bank_store_notices_keep_keys(bank_db_t *db, const char *cut, const ch
 bank_db_rc bank_store_notices_settle(bank_db_t *db);
 /* Deletes the notices in w and their push messages, in one transaction; *removed: how many
  * notices. */
-bank_db_rc bank_store_notices_remove(bank_db_t *db, const char *cut, const bank_notice_window_t *w,
-                                     int *removed);
+bank_db_rc bank_store_notices_remove(bank_db_t *db, const bank_notice_window_t *w, int *removed);
 /* Puts n archived notices back (one whose id or key is there is passed over), without push
  * messages, and forgets their kept keys, in one transaction; *added: how many came back. */
 bank_db_rc bank_store_notices_restore(bank_db_t *db, const bank_notice_record_t *r, int n,

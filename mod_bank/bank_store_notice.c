@@ -90,10 +90,11 @@ static const bank_col_t put_cols[] = {
     " receiver_account_name, receiver_account_number, receiver_bank_code, session_id,"             \
     " status_code, status_message, transaction_reference, wallet_id, client_ref,"                  \
     " customer_reference, account_id, customer_id, raw_body, received_at"
-/* After a row in (received_at, id) order (args: its time twice, its id), and up to one: a
- * range of received_at first, so that the index on it bounds the rows read. */
-#define AFTER_ROW "received_at >= %pDz AND (received_at > %pDz OR id > {uuid})"
-#define UP_TO_ROW "received_at <= %pDz AND (received_at < %pDz OR id <= {uuid})"
+/* After a row in (received_at, id) order (args: its time, its id), and up to one: row values
+ * that the index on (received_at, id) (014) bounds on both drivers, however many notices
+ * share a time. */
+#define AFTER_ROW "(received_at, id) > (%pDz, {uuid})"
+#define UP_TO_ROW "(received_at, id) <= (%pDz, {uuid})"
 #define IN_WINDOW AFTER_ROW " AND " UP_TO_ROW
 
 /* The statements for 1, 2, 4, ... 64 notices: a batch is written in as few as it takes
@@ -142,12 +143,12 @@ const bank_stmt_t bank_store_notice_sql[] = {
     {"bank_notices_archive_keys",
      "INSERT INTO payment_notices_archived (partner, transaction_reference, status_code,"
      " archived_at) SELECT partner, transaction_reference, status_code, %pDz FROM"
-     " payment_notices WHERE received_at < %pDz AND " IN_WINDOW " ON CONFLICT DO NOTHING"},
+     " payment_notices WHERE " IN_WINDOW " ON CONFLICT DO NOTHING"},
     {"bank_notices_archive_outbox",
      "DELETE FROM push_outbox WHERE notice_id IN (SELECT id FROM payment_notices"
-     " WHERE received_at < %pDz AND " IN_WINDOW ")"},
+     " WHERE " IN_WINDOW ")"},
     {"bank_notices_archive_delete",
-     "DELETE FROM payment_notices WHERE received_at < %pDz AND " IN_WINDOW},
+     "DELETE FROM payment_notices WHERE " IN_WINDOW},
     /* bankctl notices restore: a row back as it was archived (unless its id or key is there
      * again), without the push messages its insert made (a year-old payment is not news),
      * and its key no longer kept. */
@@ -173,7 +174,7 @@ const bank_stmt_older_t bank_store_notice_older[] = {
     {"bank_webhook_insert_32", NOTICE_INSERT_OLDER(NOTICE_ROWS_32)},
     {"bank_webhook_insert_64", NOTICE_INSERT_OLDER(NOTICE_ROWS_64)},
     {"bank_notices_archive_keys",
-     "SELECT %pDz, %pDz, %pDz, %pDz, {uuid}, %pDz, %pDz, {uuid} WHERE 1 = 0"},
+     "SELECT %pDz, %pDz, {uuid}, %pDz, {uuid} WHERE 1 = 0"},
     {"bank_notice_unarchive", "SELECT %s, %s, %s WHERE 1 = 0"},
     {NULL, NULL}};
 /* clang-format on */
@@ -381,9 +382,8 @@ bank_db_rc bank_store_notices_before(bank_db_t *db, const char *cut, apr_int64_t
 bank_db_rc bank_store_notices_page(bank_db_t *db, const char *cut, const bank_notice_window_t *w,
                                    int limit, apr_array_header_t **out)
 {
-    const char *at = w->after_at ? w->after_at : FIRST_AT;
-    const char *args[] = {cut, at, at, w->after_id ? w->after_id : FIRST_ID,
-                          apr_itoa(bank_db_pool(db), limit)};
+    const char *args[] = {cut, w->after_at ? w->after_at : FIRST_AT,
+                          w->after_id ? w->after_id : FIRST_ID, apr_itoa(bank_db_pool(db), limit)};
     return bank_db_rows(db, "bank_notices_archive_page", BANK_NARGS(args), args, record_cols,
                         sizeof(bank_notice_record_t), out);
 }
@@ -391,23 +391,23 @@ bank_db_rc bank_store_notices_page(bank_db_t *db, const char *cut, const bank_no
 /* The arguments of IN_WINDOW for w, from args[0] on. */
 static void window_args(const bank_notice_window_t *w, const char **args)
 {
-    args[0] = args[1] = w->after_at ? w->after_at : FIRST_AT;
-    args[2] = w->after_id ? w->after_id : FIRST_ID;
-    args[3] = args[4] = w->upto_at;
-    args[5] = w->upto_id;
+    args[0] = w->after_at ? w->after_at : FIRST_AT;
+    args[1] = w->after_id ? w->after_id : FIRST_ID;
+    args[2] = w->upto_at;
+    args[3] = w->upto_id;
 }
 
-bank_db_rc bank_store_notices_keep_keys(bank_db_t *db, const char *cut, const char *now,
+bank_db_rc bank_store_notices_keep_keys(bank_db_t *db, const char *now,
                                         const bank_notice_window_t *w, int *kept)
 {
-    const char *args[8] = {now, cut};
+    const char *args[5] = {now};
 
-    window_args(w, args + 2);
+    window_args(w, args + 1);
     return bank_db_exec(db, "bank_notices_archive_keys", kept, BANK_NARGS(args), args);
 }
 
 typedef struct {
-    const char *args[7];
+    const char *args[4];
     int *removed;
 } remove_baton;
 
@@ -422,13 +422,12 @@ static bank_db_rc remove_txn(bank_db_t *db, void *baton)
                                            BANK_NARGS(b->args), b->args);
 }
 
-bank_db_rc bank_store_notices_remove(bank_db_t *db, const char *cut, const bank_notice_window_t *w,
-                                     int *removed)
+bank_db_rc bank_store_notices_remove(bank_db_t *db, const bank_notice_window_t *w, int *removed)
 {
-    remove_baton b = {{cut}, removed};
+    remove_baton b = {{NULL}, removed};
 
     *removed = 0;
-    window_args(w, b.args + 1);
+    window_args(w, b.args);
     return bank_db_transaction(db, remove_txn, &b);
 }
 

@@ -181,11 +181,11 @@ static void give_up(int fd, const char *cmd, const char *path, const char *why)
 }
 
 /* One window of the archive at a time (ctl_batches). */
-typedef bank_db_rc (*window_fn)(bank_db_t *db, const char *cut, const char *now,
-                                const bank_notice_window_t *w, int *n);
+typedef bank_db_rc (*window_fn)(bank_db_t *db, const char *now, const bank_notice_window_t *w,
+                                int *n);
 typedef struct {
     const apr_array_header_t *windows;
-    const char *cut, *now;
+    const char *now;
     window_fn fn;
 } windows_t;
 
@@ -196,29 +196,21 @@ static bank_db_rc window_batch(ctl_t *c, void *baton, long i, int *done, int *mo
     *done = 0;
     *more = i + 1 < ws->windows->nelts;
     return i < ws->windows->nelts
-               ? ws->fn(c->db, ws->cut, ws->now,
-                        &APR_ARRAY_IDX(ws->windows, i, bank_notice_window_t), done)
+               ? ws->fn(c->db, ws->now, &APR_ARRAY_IDX(ws->windows, i, bank_notice_window_t), done)
                : BANK_DB_OK;
 }
 
-static apr_int64_t each_window(ctl_t *c, const apr_array_header_t *windows, const char *cut,
-                               const char *now, window_fn fn, const char *what)
+static apr_int64_t each_window(ctl_t *c, const apr_array_header_t *windows, const char *now,
+                               window_fn fn, const char *what)
 {
-    windows_t ws = {windows, cut, now, fn};
+    windows_t ws = {windows, now, fn};
     return ctl_batches(c, window_batch, &ws, what);
 }
 
-static bank_db_rc keep_keys(bank_db_t *db, const char *cut, const char *now,
-                            const bank_notice_window_t *w, int *n)
-{
-    return bank_store_notices_keep_keys(db, cut, now, w, n);
-}
-
-static bank_db_rc remove_rows(bank_db_t *db, const char *cut, const char *now,
-                              const bank_notice_window_t *w, int *n)
+static bank_db_rc remove_rows(bank_db_t *db, const char *now, const bank_notice_window_t *w, int *n)
 {
     (void)now;
-    return bank_store_notices_remove(db, cut, w, n);
+    return bank_store_notices_remove(db, w, n);
 }
 
 /* Writes every notice before cut to path (gzip), page by page in pool bp; their windows
@@ -384,9 +376,10 @@ int cmd_notices_archive(ctl_t *c, apr_table_t *o)
     }
     windows = export_checked(c, cmd, cut, (int)batch, to, fd, &count);
     /* every key first, committed, then the rows: a repeat meets the row or the key */
-    kept = each_window(c, windows, cut, now, keep_keys, "cannot keep the notices' keys");
+    kept =
+        each_window(c, windows, now, bank_store_notices_keep_keys, "cannot keep the notices' keys");
     settle(c, cmd);
-    removed = each_window(c, windows, cut, now, remove_rows, "cannot remove the notices");
+    removed = each_window(c, windows, now, remove_rows, "cannot remove the notices");
     printf("%" APR_INT64_T_FMT " notices removed; their %" APR_INT64_T_FMT
            " keys kept (a repeat is answered as a duplicate)\n",
            removed, kept);
