@@ -65,10 +65,10 @@ void ctl_open_db(ctl_t *c);
 void ctl_db_fail(ctl_t *c, const char *what) __attribute__((noreturn));
 const char *ctl_customer_id(ctl_t *c, const char *email, int must);
 /* Runs batch after batch, each in a pool of its own cleared after it (what the database
- * hands back included), with a short pause between them so that httpd's writes go on; a
- * batch the database turned away for a passing reason is tried twice more, a second apart.
- * fn does batch number i and says how many rows it did and whether more may be left; it
- * stops at the first failure with what, and what was done before it. Returns the sum. */
+ * hands back included), with a pause twice as long as the batch between them so that
+ * httpd's writes go on; a batch the database turned away for a passing reason is tried twice more,
+ * a second apart. fn does batch number i and says how many rows it did and whether more may be
+ * left; it stops at the first failure with what, and what was done before it. Returns the sum. */
 typedef bank_db_rc (*ctl_batch_fn)(ctl_t *c, void *baton, long i, int *done, int *more);
 apr_int64_t ctl_batches(ctl_t *c, ctl_batch_fn fn, void *baton, const char *what);
 

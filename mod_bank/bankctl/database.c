@@ -164,6 +164,18 @@ const char *ctl_customer_id(ctl_t *c, const char *email, int must)
     return cust.id;
 }
 
+/* The pause after a batch that took `took`: twice that (2 ms at least, a second at most), so
+ * that httpd's writers, which SQLite's busy handler wakes at growing intervals (up to 100 ms),
+ * find the write lock free two thirds of the time at least. */
+static apr_interval_time_t pause_after(apr_interval_time_t took)
+{
+    apr_interval_time_t pause = 2 * took;
+
+    return pause < apr_time_from_msec(2)  ? apr_time_from_msec(2)
+           : pause > apr_time_from_sec(1) ? apr_time_from_sec(1)
+                                          : pause;
+}
+
 apr_int64_t ctl_batches(ctl_t *c, ctl_batch_fn fn, void *baton, const char *what)
 {
     apr_int64_t total = 0;
@@ -177,11 +189,14 @@ apr_int64_t ctl_batches(ctl_t *c, ctl_batch_fn fn, void *baton, const char *what
         die(1, "%s: a transaction was left open", what);
     }
     for (i = 0; more; i++) {
+        apr_time_t took = apr_time_now();
+
         tries = 0;
         while ((rc = fn(c, baton, i, &done, &more)) != BANK_DB_OK && bank_db_transient(c->db, rc) &&
                ++tries <= 2) {
             apr_sleep(apr_time_from_sec(1));
         }
+        took = apr_time_now() - took;
         if (rc != BANK_DB_OK) {
             ctl_db_fail(c, apr_psprintf(c->pool, "%s (%" APR_INT64_T_FMT " before the failure)",
                                         what, total));
@@ -189,7 +204,7 @@ apr_int64_t ctl_batches(ctl_t *c, ctl_batch_fn fn, void *baton, const char *what
         total += done;
         apr_pool_clear(bp);
         if (more) {
-            apr_sleep(apr_time_from_msec(2));
+            apr_sleep(pause_after(took));
         }
     }
     bank_db_use_pool(c->db, before);
