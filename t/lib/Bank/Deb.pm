@@ -64,8 +64,8 @@ END { rename $policy_kept, $policy if $policy_kept && -e $policy_kept }
 # A child of the test's apache2 that crashes leaves a core here (CoreDumpDirectory, which
 # also keeps a child dumpable once it has become www-data; the snippet is there only while
 # the test's apache2 runs), and crashes() says so with the crashing thread's stack.
-my $CORES     = '/tmp/mod_bank-deb-cores';
-my $CORE_CONF = '/etc/apache2/conf-enabled/zz-mod_bank-test-cores.conf';
+my $CORES     = '/tmp/apache2-test-cores';
+my $CORE_CONF = '/etc/apache2/conf-enabled/zz-test-cores.conf';
 my $log       = '/var/log/apache2/error.log';
 my $log_from  = -e $log ? -s $log : 0;
 
@@ -158,7 +158,7 @@ sub starts {
 }
 
 sub links_to_bank {
-    return grep { readlink($_) =~ m{/bank\.(load|conf)$} } glob '/etc/apache2/*-enabled/*';
+    return grep { (readlink($_) // "") =~ m{/bank\.(load|conf)$} } glob '/etc/apache2/*-enabled/*';
 }
 
 1;
